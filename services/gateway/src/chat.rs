@@ -1,0 +1,350 @@
+//! `POST /api/chat`: one user message in, the persona's reply out as server-sent events
+//! (`token`, then `done` or `error`).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tracing::{info_span, warn, Instrument};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use uuid::Uuid;
+
+use ghost_shared::event::{session_stream, EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    ends_turn, AssistantReplied, Channel, RenderFailed, UserMessageReceived,
+};
+use ghost_shared::ids::external_event_id;
+use ghost_shared::store::{ExpectedVersion, StoreError};
+use ghost_shared::telemetry;
+use ghost_shared::turn_stream::TurnStreamMessage;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatRequest {
+    session_id: Option<String>,
+    text: Option<String>,
+    /// Client's idempotency key: a retried request joins the first one's turn.
+    request_id: Option<String>,
+}
+
+/// A validated chat message.
+#[derive(Debug)]
+struct ChatInput {
+    session_id: String,
+    text: String,
+    request_id: Option<String>,
+}
+
+fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:@".contains(c))
+}
+
+fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError> {
+    let req: ChatRequest = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_json",
+            format!("request body is not valid chat JSON: {e}"),
+        )
+    })?;
+    let session_id = req
+        .session_id
+        .ok_or_else(|| ApiError::bad_request("missing_session_id", "session_id is required"))?;
+    if !valid_id(&session_id) {
+        return Err(ApiError::bad_request(
+            "invalid_session_id",
+            "session_id must be 1-128 characters of A-Z a-z 0-9 - _ . : @",
+        ));
+    }
+    let text = req
+        .text
+        .ok_or_else(|| ApiError::bad_request("missing_text", "text is required"))?;
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "empty_text",
+            "text must not be empty",
+        ));
+    }
+    if text.chars().count() > max_chars {
+        return Err(ApiError::bad_request(
+            "text_too_long",
+            format!("text is longer than {max_chars} characters"),
+        ));
+    }
+    if let Some(r) = &req.request_id {
+        if !valid_id(r) {
+            return Err(ApiError::bad_request(
+                "invalid_request_id",
+                "request_id must be 1-128 characters of A-Z a-z 0-9 - _ . : @",
+            ));
+        }
+    }
+    Ok(ChatInput {
+        session_id,
+        text,
+        request_id: req.request_id,
+    })
+}
+
+/// Handles `POST /api/chat`.
+pub async fn chat(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let limit = state.ctx.config.ghost.gateway.max_body_bytes;
+    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("request body exceeds {limit} bytes"),
+        )
+    })?;
+    let input = parse(&body, state.ctx.config.ghost.gateway.max_message_chars)?;
+    let span = info_span!(
+        "chat_turn",
+        otel.name = "gateway chat_turn",
+        ghost.service = "gateway",
+        session_id = %input.session_id,
+    );
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if header("traceparent").is_some() {
+        let _ = span.set_parent(telemetry::context_from(
+            header("traceparent"),
+            header("tracestate"),
+        ));
+    }
+    start_turn(state, input).instrument(span).await
+}
+
+async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiError> {
+    let store = state.ctx.store();
+    let stream = session_stream(&input.session_id);
+    let turn = match &input.request_id {
+        Some(r) => external_event_id("http", &format!("{}/{}", input.session_id, r)),
+        None => Uuid::new_v4(),
+    };
+    let subject = state.ctx.bus().token_subject(&turn);
+    // Subscribe before the turn exists, so no token can be missed.
+    let subscription = state
+        .ctx
+        .bus()
+        .client()
+        .subscribe(subject)
+        .await
+        .map_err(|e| ApiError::internal("cannot follow the reply stream", e))?;
+
+    let existing = store
+        .get(turn)
+        .await
+        .map_err(|e| ApiError::internal("event store unavailable", e))?;
+    let user_event = match existing {
+        Some(e) => e,
+        None => append_message(&state, &stream, turn, input).await?,
+    };
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    let follow = follow_turn(state.clone(), user_event, subscription, tx);
+    tokio::spawn(follow.in_current_span());
+    let sse =
+        Sse::new(ReceiverStream::new(rx).map(Ok::<_, Infallible>)).keep_alive(KeepAlive::default());
+    Ok(sse.into_response())
+}
+
+fn busy(session_id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "busy",
+        format!("session {session_id} is still answering the previous message; wait for its reply"),
+    )
+}
+
+/// Appends the user's message unless the session is mid-turn.
+async fn append_message(
+    state: &AppState,
+    stream: &str,
+    turn: Uuid,
+    input: ChatInput,
+) -> Result<RecordedEvent, ApiError> {
+    let store = state.ctx.store();
+    let last = store
+        .last_event(stream)
+        .await
+        .map_err(|e| ApiError::internal("event store unavailable", e))?;
+    let turn_timeout =
+        chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
+    if let Some(last) = &last {
+        let running =
+            !ends_turn(&last.event_type) && chrono::Utc::now() - last.recorded_at < turn_timeout;
+        if running {
+            return Err(busy(&input.session_id));
+        }
+    }
+    let expected = ExpectedVersion::Exact(last.as_ref().map_or(0, |e| e.version));
+    let (traceparent, tracestate) = telemetry::current_trace_headers();
+    let message = UserMessageReceived {
+        session_id: input.session_id.clone(),
+        channel: Channel::Http,
+        speaker: "user".into(),
+        text: input.text,
+        external_id: input.request_id,
+    };
+    let event = NewEvent::new(
+        turn,
+        &message,
+        EventMetadata {
+            correlation_id: turn,
+            causation_id: None,
+            traceparent,
+            tracestate,
+            service: "gateway".into(),
+        },
+    )
+    .map_err(|e| ApiError::internal("cannot encode the message", e))?;
+    match state.ctx.log.append(stream, expected, &[event]).await {
+        Ok(outcome) => outcome
+            .events
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome")),
+        // Someone else appended first: their turn is running.
+        Err(ghost_shared::event_log::EventLogError::Store(StoreError::Conflict { .. })) => {
+            Err(busy(&input.session_id))
+        }
+        Err(e) => Err(ApiError::internal("cannot store the message", e)),
+    }
+}
+
+/// The turn's outcome if it is already stored.
+async fn stored_outcome(state: &AppState, user_event: &RecordedEvent) -> Option<TurnStreamMessage> {
+    let events = state
+        .ctx
+        .store()
+        .read_stream(&user_event.stream, user_event.version)
+        .await
+        .ok()?;
+    events.iter().find_map(|e| {
+        if let Ok(r) = e.decode::<AssistantReplied>() {
+            (r.user_event_id == user_event.event_id).then(|| TurnStreamMessage::Done {
+                event_id: e.event_id,
+                reply_text: r.text,
+            })
+        } else if let Ok(f) = e.decode::<RenderFailed>() {
+            (f.user_event_id == user_event.event_id).then_some(TurnStreamMessage::Error {
+                code: f.code,
+                message: f.message,
+            })
+        } else {
+            None
+        }
+    })
+}
+
+fn sse_event(message: &TurnStreamMessage) -> Event {
+    match message {
+        TurnStreamMessage::Token { delta, .. } => Event::default()
+            .event("token")
+            .data(json!({ "delta": delta }).to_string()),
+        TurnStreamMessage::Done {
+            event_id,
+            reply_text,
+        } => Event::default()
+            .event("done")
+            .data(json!({ "event_id": event_id, "reply_text": reply_text }).to_string()),
+        TurnStreamMessage::Error { code, message } => Event::default()
+            .event("error")
+            .data(json!({ "code": code, "message": message }).to_string()),
+    }
+}
+
+/// Relays the turn's tokens to the client until the reply (or failure) is known. Also
+/// checks the store now and then: core NATS may drop the final message.
+async fn follow_turn(
+    state: AppState,
+    user_event: RecordedEvent,
+    mut subscription: async_nats::Subscriber,
+    tx: mpsc::Sender<Event>,
+) {
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs(state.ctx.config.ghost.gateway.turn_timeout_secs);
+    let mut check = tokio::time::interval(Duration::from_millis(1000));
+    check.tick().await;
+    let mut attempt: Option<Uuid> = None;
+    let mut next_seq = 0u64;
+    let outcome = loop {
+        tokio::select! {
+            message = subscription.next() => {
+                let Some(message) = message else { break stored_outcome(&state, &user_event).await };
+                let parsed: TurnStreamMessage = match serde_json::from_slice(&message.payload) {
+                    Ok(m) => m,
+                    Err(e) => { warn!(error = %e, "undecodable stream message"); continue; }
+                };
+                match &parsed {
+                    TurnStreamMessage::Token { attempt: a, seq, .. } => {
+                        // Show one rendering attempt only, in order; `done` carries the whole reply.
+                        if *attempt.get_or_insert(*a) != *a || *seq != next_seq {
+                            continue;
+                        }
+                        next_seq += 1;
+                        if tx.send(sse_event(&parsed)).await.is_err() {
+                            return; // the client went away; the turn completes regardless
+                        }
+                    }
+                    _ => break Some(parsed),
+                }
+            }
+            _ = check.tick() => {
+                if let Some(outcome) = stored_outcome(&state, &user_event).await {
+                    break Some(outcome);
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => break None,
+        }
+    };
+    let outcome = outcome.unwrap_or(TurnStreamMessage::Error {
+        code: "timeout".into(),
+        message: "no reply within the turn timeout; it may still arrive (GET /api/sessions/<id>/messages)".into(),
+    });
+    let _ = tx.send(sse_event(&outcome)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_reports_each_problem_clearly() {
+        let code = |b: &str| parse(b.as_bytes(), 10).unwrap_err().code;
+        assert_eq!(code("{"), "invalid_json");
+        assert_eq!(code(r#"{"text":"hi"}"#), "missing_session_id");
+        assert_eq!(
+            code(r#"{"session_id":"a b","text":"hi"}"#),
+            "invalid_session_id"
+        );
+        assert_eq!(code(r#"{"session_id":"s"}"#), "missing_text");
+        assert_eq!(code(r#"{"session_id":"s","text":"  "}"#), "empty_text");
+        assert_eq!(
+            code(r#"{"session_id":"s","text":"01234567890"}"#),
+            "text_too_long"
+        );
+        assert_eq!(
+            code(r#"{"session_id":"s","text":"hi","extra":1}"#),
+            "invalid_json"
+        );
+        assert!(parse(br#"{"session_id":"s-1","text":"hi"}"#, 10).is_ok());
+    }
+}

@@ -1,0 +1,77 @@
+//! The gateway: Ghost's HTTP front door.
+//!
+//! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
+//! - [`sessions`]: `GET /api/sessions/{id}/messages`;
+//! - [`health`]: `GET /healthz`;
+//! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors.
+
+pub mod auth;
+pub mod chat;
+pub mod error;
+pub mod health;
+pub mod sessions;
+
+use axum::routing::{get, post};
+use axum::Router;
+use tokio::net::TcpListener;
+
+use ghost_shared::config::Secret;
+use ghost_shared::llm::LlmClient;
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+
+/// This service's name.
+pub const SERVICE: &str = "gateway";
+
+/// Shared by every request.
+#[derive(Clone)]
+pub struct AppState {
+    /// Store, bus, configuration.
+    pub ctx: ServiceContext,
+    /// The bearer token `/api/*` requires.
+    pub api_token: Secret,
+    /// The persona's model, probed by `/healthz`.
+    pub llm: LlmClient,
+}
+
+/// The HTTP routes.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/chat", post(chat::chat))
+        .route("/sessions/{id}/messages", get(sessions::messages))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_bearer,
+        ));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .nest("/api", api)
+        .with_state(state)
+}
+
+/// Binds `gateway.listen` and serves.
+pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
+    let api_token = ctx.config.secrets.api_token.clone().ok_or_else(|| {
+        ServiceError::Config("GHOST_API_TOKEN is not set: /api/* needs a bearer token".into())
+    })?;
+    let llm = ctx.llm("persona")?;
+    let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
+    let mut handle = ServiceHandle::new(SERVICE);
+    handle.addr = Some(listener.local_addr()?);
+    let app = router(AppState {
+        ctx,
+        api_token,
+        llm,
+    });
+    handle.spawn(async move { axum::serve(listener, app).await });
+    Ok(handle)
+}
+
+/// Runs the gateway until it fails.
+pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
+    let handle = start(ctx).await?;
+    if let Some(addr) = handle.addr {
+        tracing::info!(%addr, "gateway listening");
+    }
+    handle.wait().await;
+    Ok(())
+}

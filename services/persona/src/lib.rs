@@ -1,0 +1,49 @@
+//! The persona: the only voice the user hears. Writes every reply from the request, the
+//! character and the conversation so far, streaming tokens as it goes.
+//!
+//! - [`prompt`]: the system prompt template;
+//! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request).
+
+pub mod prompt;
+pub mod render;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ghost_shared::bus::{run_consumer, ConsumerSpec};
+use ghost_shared::event::EventPayload;
+use ghost_shared::events::RenderRequested;
+use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+
+pub use render::Renderer;
+
+/// This service's name.
+pub const SERVICE: &str = "persona";
+
+/// Starts the renderer and the `assistant_text` projection.
+pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
+    let mut handle = ServiceHandle::new(SERVICE);
+    let renderer = Arc::new(Renderer::new(ctx.clone())?);
+    let p = &ctx.config.ghost.projections;
+    let runner = ProjectionRunner::new(
+        ctx.store().clone(),
+        Arc::new(AssistantTextProjection),
+        p.batch_size,
+        Duration::from_millis(p.poll_interval_ms),
+    );
+    handle.tasks.push(tokio::spawn(runner.run()));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, RenderRequested::EVENT_TYPE),
+        renderer,
+    ));
+    Ok(handle)
+}
+
+/// Runs the persona until it fails.
+pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
+    start(ctx).await?.wait().await;
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! Writing one reply: prompt, stream, store — exactly once per `RenderRequested`.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::config::CharacterConfig;
+use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
+use ghost_shared::ids::derive_event_id;
+use ghost_shared::llm::{ChatMessage, LlmClient, LlmError};
+use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::store::ExpectedVersion;
+use ghost_shared::turn_stream::TurnStreamMessage;
+
+use crate::prompt::PersonaPrompt;
+
+/// Step names: the ids of a render's outcome events derive from the request and these.
+const STEP_REPLIED: &str = "AssistantReplied";
+const STEP_FAILED: &str = "RenderFailed";
+
+/// Handles `RenderRequested`: one `AssistantReplied` or one `RenderFailed` per request.
+pub struct Renderer {
+    ctx: ServiceContext,
+    character: CharacterConfig,
+    system_prompt: String,
+    llm: LlmClient,
+}
+
+impl Renderer {
+    /// Loads the character, the prompt template and the model client.
+    pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
+        let settings = &ctx.config.ghost.persona;
+        let character = ctx
+            .config
+            .characters
+            .get(&settings.character)
+            .cloned()
+            .ok_or_else(|| ServiceError::Config(format!("no character {}", settings.character)))?;
+        let path = ctx.config.resolve(&settings.prompt_file);
+        let template = std::fs::read_to_string(&path).map_err(|e| {
+            ServiceError::Config(format!("persona.prompt_file {}: {e}", path.display()))
+        })?;
+        let prompt =
+            PersonaPrompt::new(template).map_err(|e| ServiceError::Config(e.to_string()))?;
+        let llm = match &character.llm {
+            Some(cfg) => LlmClient::new(cfg.clone(), None)?,
+            None => ctx.llm("persona")?,
+        };
+        Ok(Self {
+            system_prompt: prompt.render(&character),
+            character,
+            llm,
+            ctx,
+        })
+    }
+
+    async fn publish(&self, turn: &Uuid, message: &TurnStreamMessage) {
+        let subject = self.ctx.bus().token_subject(turn);
+        match serde_json::to_vec(message) {
+            Ok(body) => {
+                if let Err(e) = self
+                    .ctx
+                    .bus()
+                    .publish_core(subject, Bytes::from(body))
+                    .await
+                {
+                    warn!(error = %e, "token stream publish failed");
+                }
+            }
+            Err(e) => warn!(error = %e, "token stream message does not encode"),
+        }
+    }
+
+    /// The conversation before this turn, oldest first, ending with the user's message.
+    async fn messages(
+        &self,
+        request: &RenderRequested,
+        cause: &RecordedEvent,
+    ) -> Result<Vec<ChatMessage>, HandlerError> {
+        let history_turns = self.ctx.config.ghost.persona.history_turns;
+        let tail = self
+            .ctx
+            .store()
+            .read_stream_tail(&cause.stream, (history_turns as i64) * 4 + 8)
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut history: Vec<ChatMessage> = Vec::new();
+        for e in tail
+            .iter()
+            .filter(|e| e.version < cause.version && e.event_id != request.user_event_id)
+        {
+            if let Ok(m) = e.decode::<UserMessageReceived>() {
+                history.push(ChatMessage::user(m.text));
+            } else if let Ok(r) = e.decode::<AssistantReplied>() {
+                history.push(ChatMessage::assistant(r.text));
+            }
+        }
+        let skip = history.len().saturating_sub(history_turns);
+        let mut messages = Vec::with_capacity(history_turns + 2);
+        messages.push(ChatMessage::system(self.system_prompt.clone()));
+        messages.extend(history.into_iter().skip(skip));
+        let mut user = request.user_text.clone();
+        if let Some(result) = &request.work_result {
+            user.push_str("\n\n[task result to convey]\n");
+            user.push_str(&result.to_string());
+        }
+        messages.push(ChatMessage::user(user));
+        Ok(messages)
+    }
+
+    /// Streams the model's reply to the turn's subject; the whole text, or why not.
+    async fn generate(&self, turn: &Uuid, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        let attempt = Uuid::new_v4();
+        let mut stream = self.llm.chat_stream(messages).await?;
+        let mut text = String::new();
+        let mut seq = 0;
+        while let Some(delta) = stream.next().await {
+            let delta = delta?;
+            if delta.is_empty() {
+                continue;
+            }
+            text.push_str(&delta);
+            self.publish(
+                turn,
+                &TurnStreamMessage::Token {
+                    attempt,
+                    seq,
+                    delta,
+                },
+            )
+            .await;
+            seq += 1;
+        }
+        Ok(text)
+    }
+}
+
+/// A stable code for each kind of model failure.
+fn failure_code(e: &LlmError) -> &'static str {
+    match e {
+        LlmError::Timeout { .. } => "llm_timeout",
+        LlmError::HttpStatus { .. } => "llm_http",
+        LlmError::MalformedStream(_) => "llm_stream",
+        LlmError::Connect(_) => "llm_unavailable",
+        _ => "llm_error",
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Renderer {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let request: RenderRequested = event.decode().map_err(HandlerError::permanent)?;
+        let turn = request.user_event_id;
+        let stream = session_stream(&request.session_id);
+
+        // A redelivery after the outcome was stored: say it again, write nothing.
+        for step in [STEP_REPLIED, STEP_FAILED] {
+            let id = derive_event_id(event.event_id, step);
+            if let Some(done) = self
+                .ctx
+                .store()
+                .get(id)
+                .await
+                .map_err(HandlerError::transient)?
+            {
+                info!(event_id = %id, "render already done; not rendering again");
+                self.publish(&turn, &outcome_message(&done)).await;
+                return Ok(());
+            }
+        }
+
+        let messages = self.messages(&request, &event).await?;
+        let service = self.ctx.service;
+        let (new_event, message) = match self.generate(&turn, &messages).await {
+            Ok(text) => {
+                let text = text.trim().to_owned();
+                let replied = AssistantReplied {
+                    session_id: request.session_id.clone(),
+                    channel: request.channel,
+                    user_event_id: turn,
+                    speaker: self.character.name.clone(),
+                    text: text.clone(),
+                };
+                let e = NewEvent::caused_by(&event, STEP_REPLIED, &replied, service)
+                    .map_err(HandlerError::permanent)?;
+                let id = e.event_id;
+                (
+                    e,
+                    TurnStreamMessage::Done {
+                        event_id: id,
+                        reply_text: text,
+                    },
+                )
+            }
+            Err(err) => {
+                warn!(error = %err, "rendering failed");
+                let failed = RenderFailed {
+                    session_id: request.session_id.clone(),
+                    channel: request.channel,
+                    user_event_id: turn,
+                    code: failure_code(&err).into(),
+                    message: err.to_string(),
+                };
+                let message = TurnStreamMessage::Error {
+                    code: failed.code.clone(),
+                    message: failed.message.clone(),
+                };
+                let e = NewEvent::caused_by(&event, STEP_FAILED, &failed, service)
+                    .map_err(HandlerError::permanent)?;
+                (e, message)
+            }
+        };
+        self.ctx
+            .log
+            .append(&stream, ExpectedVersion::Any, &[new_event])
+            .await
+            .map_err(HandlerError::transient)?;
+        ghost_shared::fault::point("persona.after_append");
+        self.publish(&turn, &message).await;
+        Ok(())
+    }
+}
+
+/// The stream message announcing a stored outcome.
+fn outcome_message(event: &RecordedEvent) -> TurnStreamMessage {
+    if let Ok(r) = event.decode::<AssistantReplied>() {
+        return TurnStreamMessage::Done {
+            event_id: event.event_id,
+            reply_text: r.text,
+        };
+    }
+    match event.decode::<RenderFailed>() {
+        Ok(f) => TurnStreamMessage::Error {
+            code: f.code,
+            message: f.message,
+        },
+        Err(e) => TurnStreamMessage::Error {
+            code: "internal".into(),
+            message: e.to_string(),
+        },
+    }
+}

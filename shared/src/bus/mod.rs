@@ -1,0 +1,239 @@
+//! The NATS bus: JetStream for committed events, core NATS for what may be lost.
+//!
+//! Subjects (`<prefix>` is per deployment, and per test):
+//! - `<prefix>.evt.<stream-kind>.<EventType>`: committed events (JetStream, deduplicated by
+//!   `Nats-Msg-Id` = event id);
+//! - `<prefix>.dlq.<consumer>`: poison messages (JetStream, kept for operators);
+//! - `<prefix>.stream.<turn>`: token deltas of one reply (core NATS).
+
+mod consumer;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, stream::StorageType};
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use serde::Deserialize;
+
+pub use consumer::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+
+use crate::event::RecordedEvent;
+
+/// Bus settings (`bus:` in ghost.yaml).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BusConfig {
+    /// NATS server URL.
+    pub url: String,
+    /// Subject prefix; distinct deployments on one server use distinct prefixes.
+    pub subject_prefix: String,
+    /// JetStream stream holding committed events.
+    pub stream_name: String,
+    /// `file` (durable) or `memory`.
+    pub storage: BusStorage,
+    /// Deliveries of one message before it goes to the dead-letter subject.
+    pub max_deliver: i64,
+    /// Seconds a consumer may hold a message without acking before it is redelivered.
+    /// Long handlers keep it alive with progress acks.
+    pub ack_wait_secs: u64,
+    /// Seconds within which a repeated `Nats-Msg-Id` is dropped.
+    pub duplicate_window_secs: u64,
+    /// Messages one service instance handles at once per consumer.
+    pub concurrency: usize,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            subject_prefix: "ghost".into(),
+            stream_name: "GHOST_EVENTS".into(),
+            storage: BusStorage::File,
+            max_deliver: 5,
+            ack_wait_secs: 30,
+            duplicate_window_secs: 120,
+            concurrency: 64,
+        }
+    }
+}
+
+/// Where JetStream keeps messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusStorage {
+    /// On disk: survives a server restart.
+    File,
+    /// In memory: for tests.
+    Memory,
+}
+
+/// What can go wrong on the bus.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    /// Could not connect.
+    #[error("cannot connect to NATS at {url}: {reason}")]
+    Connect {
+        /// The URL tried.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A JetStream call failed.
+    #[error("jetstream: {0}")]
+    JetStream(String),
+    /// A core publish failed.
+    #[error("publish: {0}")]
+    Publish(String),
+    /// An event does not serialize.
+    #[error("encode: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Connected bus handle (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct Bus {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    config: BusConfig,
+}
+
+impl Bus {
+    /// Connects and makes sure the event and dead-letter streams exist.
+    pub async fn connect(config: BusConfig) -> Result<Self, BusError> {
+        let client = async_nats::ConnectOptions::new()
+            .name("ghost")
+            .connect(&config.url)
+            .await
+            .map_err(|e| BusError::Connect {
+                url: config.url.clone(),
+                reason: e.to_string(),
+            })?;
+        let js = jetstream::new(client.clone());
+        let bus = Self { client, js, config };
+        bus.ensure_streams().await?;
+        Ok(bus)
+    }
+
+    async fn ensure_streams(&self) -> Result<(), BusError> {
+        let storage = match self.config.storage {
+            BusStorage::File => StorageType::File,
+            BusStorage::Memory => StorageType::Memory,
+        };
+        let prefix = &self.config.subject_prefix;
+        for (name, subject) in [
+            (self.config.stream_name.clone(), format!("{prefix}.evt.>")),
+            (self.dlq_stream_name(), format!("{prefix}.dlq.>")),
+        ] {
+            self.js
+                .get_or_create_stream(jetstream::stream::Config {
+                    name,
+                    subjects: vec![subject],
+                    storage,
+                    duplicate_window: Duration::from_secs(self.config.duplicate_window_secs),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| BusError::JetStream(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn dlq_stream_name(&self) -> String {
+        format!("{}_DLQ", self.config.stream_name)
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &BusConfig {
+        &self.config
+    }
+
+    /// The core client, for request/reply and token streams.
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// The JetStream context.
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.js
+    }
+
+    /// `<prefix>.evt.<kind>.<type>` for an event.
+    pub fn event_subject(&self, event: &RecordedEvent) -> String {
+        format!(
+            "{}.evt.{}.{}",
+            self.config.subject_prefix,
+            event.stream_kind(),
+            event.event_type
+        )
+    }
+
+    /// The subject filter matching one event type in every stream kind.
+    pub fn event_type_filter(&self, event_type: &str) -> String {
+        format!("{}.evt.*.{}", self.config.subject_prefix, event_type)
+    }
+
+    /// `<prefix>.dlq.<consumer>`.
+    pub fn dead_letter_subject(&self, consumer: &str) -> String {
+        format!("{}.dlq.{}", self.config.subject_prefix, consumer)
+    }
+
+    /// `<prefix>.stream.<turn>`: token deltas of one reply.
+    pub fn token_subject(&self, turn: &uuid::Uuid) -> String {
+        format!("{}.stream.{}", self.config.subject_prefix, turn)
+    }
+
+    /// `<prefix>.<name>` for core request/reply and monitor subjects.
+    pub fn core_subject(&self, name: &str) -> String {
+        format!("{}.{}", self.config.subject_prefix, name)
+    }
+
+    /// Publishes a committed event to JetStream and waits for the server's acknowledgement.
+    /// The event id is the `Nats-Msg-Id`, so publishing twice delivers once.
+    pub async fn publish_event(&self, event: &RecordedEvent) -> Result<(), BusError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            async_nats::header::NATS_MESSAGE_ID,
+            event.event_id.to_string().as_str(),
+        );
+        if let Some(tp) = &event.metadata.traceparent {
+            headers.insert("traceparent", tp.as_str());
+        }
+        if let Some(ts) = &event.metadata.tracestate {
+            headers.insert("tracestate", ts.as_str());
+        }
+        let payload = Bytes::from(serde_json::to_vec(event)?);
+        self.js
+            .publish_with_headers(self.event_subject(event), headers, payload)
+            .await
+            .map_err(|e| BusError::JetStream(e.to_string()))?
+            .await
+            .map_err(|e| BusError::JetStream(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Publishes on core NATS (may be lost; for token streams and monitors), carrying the
+    /// current trace context.
+    pub async fn publish_core(&self, subject: String, payload: Bytes) -> Result<(), BusError> {
+        let headers = crate::telemetry::current_trace_header_map();
+        self.client
+            .publish_with_headers(subject, headers, payload)
+            .await
+            .map_err(|e| BusError::Publish(e.to_string()))
+    }
+
+    /// Whether the server is reachable now (a round trip).
+    pub async fn ping(&self) -> Result<(), BusError> {
+        self.client
+            .flush()
+            .await
+            .map_err(|e| BusError::Publish(e.to_string()))
+    }
+
+    /// Deletes this bus's streams (test clean-up).
+    pub async fn delete_streams(&self) -> Result<(), BusError> {
+        for name in [self.config.stream_name.clone(), self.dlq_stream_name()] {
+            let _ = self.js.delete_stream(&name).await;
+        }
+        Ok(())
+    }
+}

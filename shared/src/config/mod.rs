@@ -1,0 +1,157 @@
+//! Configuration: `config/ghost.yaml` and `config/characters.yaml`, every value
+//! overridable by `GHOST_<SECTION>__<KEY>` environment variables, secrets from the
+//! environment only.
+//!
+//! Unknown keys and out-of-range values are start-up errors that name the key.
+
+mod env;
+mod secrets;
+mod settings;
+
+use std::path::{Path, PathBuf};
+
+pub use env::RESERVED_ENV;
+pub use secrets::{Secret, Secrets};
+pub use settings::*;
+
+/// Directory with `ghost.yaml` and `characters.yaml` (default `config`).
+pub const CONFIG_DIR_ENV: &str = "GHOST_CONFIG_DIR";
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file (with overrides applied) does not fit the schema; serde names the key.
+    #[error("{file}: {message}")]
+    Schema {
+        /// Which file (and overrides).
+        file: String,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("{key}: {message}")]
+    Invalid {
+        /// Dotted key path, e.g. `bus.max_deliver`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// An out-of-range value at `key`.
+    pub fn invalid(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Everything a Ghost process needs to know.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `ghost.yaml` with overrides.
+    pub ghost: GhostSettings,
+    /// `characters.yaml`.
+    pub characters: CharacterSettings,
+    /// Secrets from the environment.
+    pub secrets: Secrets,
+    /// Where relative paths (prompts) are resolved from: the config directory's parent.
+    pub base_dir: PathBuf,
+}
+
+impl Config {
+    /// Loads from `$GHOST_CONFIG_DIR` (default `./config`) and the process environment.
+    pub fn load_default() -> Result<Self, ConfigError> {
+        let dir = std::env::var_os(CONFIG_DIR_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("config"));
+        Self::load(&dir, std::env::vars())
+    }
+
+    /// Loads from `dir` with overrides and secrets taken from `vars`.
+    pub fn load(
+        dir: &Path,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: Vec<(String, String)> = vars.into_iter().collect();
+        let ghost_text = read(&dir.join("ghost.yaml"))?;
+        let characters_text = read(&dir.join("characters.yaml"))?;
+        Self::from_strings(&ghost_text, &characters_text, &vars, base_dir_of(dir))
+    }
+
+    /// Parses both files' contents with overrides and secrets from `vars`.
+    pub fn from_strings(
+        ghost_yaml: &str,
+        characters_yaml: &str,
+        vars: &[(String, String)],
+        base_dir: PathBuf,
+    ) -> Result<Self, ConfigError> {
+        let mut root: serde_norway::Value =
+            serde_norway::from_str(ghost_yaml).map_err(|e| ConfigError::Schema {
+                file: "ghost.yaml".into(),
+                message: e.to_string(),
+            })?;
+        if root.is_null() {
+            root = serde_norway::Value::Mapping(Default::default());
+        }
+        let applied = env::apply_overrides(&mut root, vars)?;
+        let ghost: GhostSettings =
+            serde_norway::from_value(root).map_err(|e| ConfigError::Schema {
+                file: if applied.is_empty() {
+                    "ghost.yaml".into()
+                } else {
+                    format!("ghost.yaml (with overrides {})", applied.join(", "))
+                },
+                message: e.to_string(),
+            })?;
+        let characters: CharacterSettings =
+            serde_norway::from_str(characters_yaml).map_err(|e| ConfigError::Schema {
+                file: "characters.yaml".into(),
+                message: e.to_string(),
+            })?;
+        ghost.validate()?;
+        characters.validate(&ghost)?;
+        Ok(Self {
+            ghost,
+            characters,
+            secrets: Secrets::from_vars(vars),
+            base_dir,
+        })
+    }
+
+    /// A path from the config resolved against [`Config::base_dir`].
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+}
+
+fn base_dir_of(dir: &Path) -> PathBuf {
+    match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+//! The typed shape of `ghost.yaml` and `characters.yaml`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use crate::bus::BusConfig;
+use crate::llm::LlmRoleConfig;
+
+/// `ghost.yaml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GhostSettings {
+    /// Postgres.
+    pub database: DatabaseSettings,
+    /// NATS.
+    pub bus: BusConfig,
+    /// Outbox relay timing.
+    pub outbox: OutboxSettings,
+    /// Projection runners.
+    pub projections: ProjectionSettings,
+    /// HTTP front door.
+    pub gateway: GatewaySettings,
+    /// The persona that writes replies.
+    pub persona: PersonaSettings,
+    /// Model endpoints per role (`persona`, `worker`, `coder`, ...).
+    pub llm: HashMap<String, LlmRoleConfig>,
+    /// Logs and traces.
+    pub telemetry: TelemetrySettings,
+}
+
+/// `database:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// Connection URL.
+    pub url: String,
+    /// Pool size per process.
+    pub max_connections: u32,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: "postgres://postgres@127.0.0.1:5432/ghost".into(),
+            max_connections: 16,
+        }
+    }
+}
+
+/// `outbox:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutboxSettings {
+    /// How often the relay looks for unpublished events.
+    pub relay_interval_ms: u64,
+    /// How old an outbox row must be before the relay takes it (the fast path's window).
+    pub grace_ms: u64,
+}
+
+impl Default for OutboxSettings {
+    fn default() -> Self {
+        Self {
+            relay_interval_ms: 500,
+            grace_ms: 1000,
+        }
+    }
+}
+
+/// `projections:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProjectionSettings {
+    /// Fallback poll interval when no notification arrives.
+    pub poll_interval_ms: u64,
+    /// Events applied per transaction.
+    pub batch_size: i64,
+}
+
+impl Default for ProjectionSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 250,
+            batch_size: 500,
+        }
+    }
+}
+
+/// `gateway:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySettings {
+    /// Listen address.
+    pub listen: String,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Longest accepted chat message, in characters.
+    pub max_message_chars: usize,
+    /// A turn without an ending after this long no longer blocks its session.
+    pub turn_timeout_secs: u64,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 64 * 1024,
+            max_message_chars: 8000,
+            turn_timeout_secs: 180,
+        }
+    }
+}
+
+/// `persona:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PersonaSettings {
+    /// Which character of `characters.yaml` answers chats.
+    pub character: String,
+    /// The prompt template (relative to the repository root).
+    pub prompt_file: PathBuf,
+    /// How many earlier turns of the session the prompt includes.
+    pub history_turns: usize,
+}
+
+impl Default for PersonaSettings {
+    fn default() -> Self {
+        Self {
+            character: "kuro".into(),
+            prompt_file: PathBuf::from("prompts/persona.md"),
+            history_turns: 12,
+        }
+    }
+}
+
+/// `telemetry:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetrySettings {
+    /// OTLP/HTTP traces endpoint, e.g. `http://127.0.0.1:4318/v1/traces`; none = no export.
+    pub otlp_endpoint: Option<String>,
+    /// Logs as JSON lines instead of text.
+    pub json_logs: bool,
+}
+
+/// `characters.yaml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CharacterSettings {
+    /// Every character, in registry order.
+    pub characters: Vec<CharacterConfig>,
+}
+
+/// One character.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CharacterConfig {
+    /// Internal id (what `[Next: …]` nominates).
+    pub name: String,
+    /// Full display name.
+    pub display_name: String,
+    /// Short name.
+    #[serde(default)]
+    pub short_name: Option<String>,
+    /// Who the character is: goes into its system prompt.
+    #[serde(default)]
+    pub persona: String,
+    /// The character's own model; the `persona` role when absent.
+    #[serde(default)]
+    pub llm: Option<LlmRoleConfig>,
+}
+
+fn positive(key: &str, value: u64) -> Result<(), ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::invalid(key, "must be greater than 0"));
+    }
+    Ok(())
+}
+
+fn url_like(key: &str, value: &str, schemes: &[&str]) -> Result<(), ConfigError> {
+    if !schemes
+        .iter()
+        .any(|s| value.starts_with(&format!("{s}://")))
+    {
+        return Err(ConfigError::invalid(
+            key,
+            format!(
+                "must be a URL starting with {}",
+                schemes.join("://, ") + "://"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl GhostSettings {
+    /// Range checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        url_like(
+            "database.url",
+            &self.database.url,
+            &["postgres", "postgresql"],
+        )?;
+        positive(
+            "database.max_connections",
+            self.database.max_connections.into(),
+        )?;
+        url_like("bus.url", &self.bus.url, &["nats", "tls"])?;
+        let prefix_ok = !self.bus.subject_prefix.is_empty()
+            && self.bus.subject_prefix.split('.').all(|t| {
+                !t.is_empty()
+                    && t.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            });
+        if !prefix_ok {
+            return Err(ConfigError::invalid(
+                "bus.subject_prefix",
+                "must be dot-separated tokens of [A-Za-z0-9_-]",
+            ));
+        }
+        if self.bus.stream_name.is_empty()
+            || !self
+                .bus
+                .stream_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(ConfigError::invalid(
+                "bus.stream_name",
+                "must be non-empty [A-Za-z0-9_-]",
+            ));
+        }
+        if self.bus.max_deliver < 1 {
+            return Err(ConfigError::invalid(
+                "bus.max_deliver",
+                "must be at least 1",
+            ));
+        }
+        positive("bus.ack_wait_secs", self.bus.ack_wait_secs)?;
+        positive("bus.duplicate_window_secs", self.bus.duplicate_window_secs)?;
+        if !(1..=4096).contains(&self.bus.concurrency) {
+            return Err(ConfigError::invalid(
+                "bus.concurrency",
+                "must be between 1 and 4096",
+            ));
+        }
+        positive("outbox.relay_interval_ms", self.outbox.relay_interval_ms)?;
+        positive(
+            "projections.poll_interval_ms",
+            self.projections.poll_interval_ms,
+        )?;
+        if self.projections.batch_size < 1 {
+            return Err(ConfigError::invalid(
+                "projections.batch_size",
+                "must be at least 1",
+            ));
+        }
+        if self.gateway.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::invalid(
+                "gateway.listen",
+                "must be host:port with an IP address",
+            ));
+        }
+        positive("gateway.max_body_bytes", self.gateway.max_body_bytes as u64)?;
+        positive(
+            "gateway.max_message_chars",
+            self.gateway.max_message_chars as u64,
+        )?;
+        positive("gateway.turn_timeout_secs", self.gateway.turn_timeout_secs)?;
+        positive(
+            "persona.history_turns",
+            self.persona.history_turns as u64 + 1,
+        )?;
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint {
+            url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;
+        }
+        for (role, llm) in &self.llm {
+            validate_llm(&format!("llm.{role}"), llm)?;
+        }
+        if !self.llm.contains_key("persona") {
+            return Err(ConfigError::invalid(
+                "llm.persona",
+                "is required (the persona's model)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn validate_llm(key: &str, llm: &LlmRoleConfig) -> Result<(), ConfigError> {
+    url_like(
+        &format!("{key}.base_url"),
+        &llm.base_url,
+        &["http", "https"],
+    )?;
+    if llm.model.trim().is_empty() {
+        return Err(ConfigError::invalid(
+            format!("{key}.model"),
+            "must not be empty",
+        ));
+    }
+    positive(&format!("{key}.timeout_secs"), llm.timeout_secs)?;
+    if let Some(t) = llm.options.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(ConfigError::invalid(
+                format!("{key}.options.temperature"),
+                "must be within 0..=2",
+            ));
+        }
+    }
+    if let Some(p) = llm.options.top_p {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(ConfigError::invalid(
+                format!("{key}.options.top_p"),
+                "must be within 0..=1",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl CharacterSettings {
+    /// Ids unique and non-empty; the persona's character exists.
+    pub fn validate(&self, ghost: &GhostSettings) -> Result<(), ConfigError> {
+        let mut seen = std::collections::HashSet::new();
+        for (i, c) in self.characters.iter().enumerate() {
+            if c.name.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("characters[{i}].name"),
+                    "must not be empty",
+                ));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(ConfigError::invalid(
+                    format!("characters[{i}].name"),
+                    format!("duplicate id {}", c.name),
+                ));
+            }
+            if let Some(llm) = &c.llm {
+                validate_llm(&format!("characters[{i}].llm"), llm)?;
+            }
+        }
+        if self.get(&ghost.persona.character).is_none() {
+            return Err(ConfigError::invalid(
+                "persona.character",
+                format!(
+                    "no character named {} in characters.yaml",
+                    ghost.persona.character
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The character with internal id `name`.
+    pub fn get(&self, name: &str) -> Option<&CharacterConfig> {
+        self.characters.iter().find(|c| c.name == name)
+    }
+}

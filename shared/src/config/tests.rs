@@ -1,0 +1,125 @@
+//! Configuration loading: overrides, unknown keys, ranges, secrets.
+
+use std::path::PathBuf;
+
+use super::*;
+
+const CHARACTERS: &str = "characters:\n  - name: kuro\n    display_name: クロ\n";
+const GHOST: &str =
+    "llm:\n  persona:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: m\n";
+
+fn load(ghost: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    Config::from_strings(ghost, CHARACTERS, &vars, PathBuf::from("."))
+}
+
+#[test]
+fn the_repository_config_loads() {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../config"));
+    let config = Config::load(&dir, Vec::new()).expect("config/ loads");
+    assert_eq!(config.ghost.persona.character, "kuro");
+    assert!(config.ghost.llm.contains_key("persona"));
+}
+
+#[test]
+fn environment_overrides_any_value_with_its_type() {
+    let c = load(
+        GHOST,
+        &[
+            ("GHOST_DATABASE__URL", "postgres://x@h/db"),
+            ("GHOST_BUS__MAX_DELIVER", "9"),
+            ("GHOST_LLM__PERSONA__MODEL", "qwen2.5:7b"),
+            ("GHOST_TELEMETRY__JSON_LOGS", "true"),
+            ("OTHER", "ignored"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.ghost.database.url, "postgres://x@h/db");
+    assert_eq!(c.ghost.bus.max_deliver, 9);
+    assert_eq!(c.ghost.llm["persona"].model, "qwen2.5:7b");
+    assert!(c.ghost.telemetry.json_logs);
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_the_key() {
+    let err = load(&format!("{GHOST}gateway:\n  listen_port: 1\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listen_port"), "{err}");
+    let err = load(GHOST, &[("GHOST_DATABSE__URL", "postgres://x")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("databse") && err.contains("GHOST_DATABSE__URL"),
+        "{err}"
+    );
+}
+
+#[test]
+fn out_of_range_values_name_the_key() {
+    let cases = [
+        ("GHOST_BUS__MAX_DELIVER", "0", "bus.max_deliver"),
+        ("GHOST_BUS__CONCURRENCY", "0", "bus.concurrency"),
+        ("GHOST_GATEWAY__LISTEN", "nowhere", "gateway.listen"),
+        ("GHOST_DATABASE__URL", "mysql://x", "database.url"),
+        (
+            "GHOST_LLM__PERSONA__TIMEOUT_SECS",
+            "0",
+            "llm.persona.timeout_secs",
+        ),
+        (
+            "GHOST_LLM__PERSONA__BASE_URL",
+            "localhost:11434",
+            "llm.persona.base_url",
+        ),
+        ("GHOST_BUS__SUBJECT_PREFIX", "a..b", "bus.subject_prefix"),
+    ];
+    for (var, value, key) in cases {
+        let err = load(GHOST, &[(var, value)]).unwrap_err().to_string();
+        assert!(err.starts_with(key), "{var}={value}: {err}");
+    }
+    let err = load(GHOST, &[("GHOST_BUS__MAX_DELIVER", "many")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("max_deliver") || err.contains("invalid type"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_persona_character_must_exist() {
+    let err = load(GHOST, &[("GHOST_PERSONA__CHARACTER", "nobody")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("persona.character"), "{err}");
+}
+
+#[test]
+fn secrets_come_only_from_the_environment_and_never_print() {
+    let c = load(
+        GHOST,
+        &[
+            ("GHOST_API_TOKEN", "s3cret-token"),
+            ("GHOST_CLOUD_API_KEY", "sk-abc"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.secrets.api_token.as_ref().unwrap().expose(),
+        "s3cret-token"
+    );
+    let printed = format!("{c:?}");
+    assert!(
+        !printed.contains("s3cret-token") && !printed.contains("sk-abc"),
+        "{printed}"
+    );
+    // A secret in YAML is an unknown key, not a way in.
+    let err = load(&format!("{GHOST}api_token: x\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("api_token"), "{err}");
+}

@@ -1,0 +1,169 @@
+//! Events as stored and as carried on the bus.
+
+use chrono::{DateTime, Utc};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::ids::derive_event_id;
+
+/// Who caused an event and under which trace: travels with the event everywhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventMetadata {
+    /// The user message (or other origin) this event ultimately serves.
+    pub correlation_id: Uuid,
+    /// The event this one reacts to; `None` for an origin event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causation_id: Option<Uuid>,
+    /// W3C `traceparent` of the span that produced the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// W3C `tracestate`, when the trace carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+    /// The service that produced the event.
+    pub service: String,
+}
+
+/// A typed event body: knows its type name and schema version.
+pub trait EventPayload: Serialize + DeserializeOwned {
+    /// The `event_type` column and the last token of the bus subject.
+    const EVENT_TYPE: &'static str;
+    /// Bumped when the payload's shape changes incompatibly.
+    const SCHEMA_VERSION: i32 = 1;
+}
+
+/// An event about to be appended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// Deterministic id (see [`crate::ids`]).
+    pub event_id: Uuid,
+    /// Type name, e.g. `UserMessageReceived`.
+    pub event_type: String,
+    /// Payload schema version.
+    pub schema_version: i32,
+    /// The body.
+    pub payload: serde_json::Value,
+    /// Correlation, causation, trace and producer.
+    pub metadata: EventMetadata,
+}
+
+impl NewEvent {
+    /// An event with an explicit id and metadata.
+    pub fn new<P: EventPayload>(
+        event_id: Uuid,
+        payload: &P,
+        metadata: EventMetadata,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            event_id,
+            event_type: P::EVENT_TYPE.to_owned(),
+            schema_version: P::SCHEMA_VERSION,
+            payload: serde_json::to_value(payload)?,
+            metadata,
+        })
+    }
+
+    /// The event `service` produces at `step` in reaction to `cause`: its id is derived
+    /// from the cause, correlation carries over, and the trace is the current span's.
+    pub fn caused_by<P: EventPayload>(
+        cause: &RecordedEvent,
+        step: &str,
+        payload: &P,
+        service: &str,
+    ) -> Result<Self, serde_json::Error> {
+        let (traceparent, tracestate) = crate::telemetry::current_trace_headers();
+        Self::new(
+            derive_event_id(cause.event_id, step),
+            payload,
+            EventMetadata {
+                correlation_id: cause.metadata.correlation_id,
+                causation_id: Some(cause.event_id),
+                traceparent,
+                tracestate,
+                service: service.to_owned(),
+            },
+        )
+    }
+}
+
+/// An event as committed: what readers and consumers see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedEvent {
+    /// Global insertion order and identity.
+    pub position: i64,
+    /// The writing transaction (gap-safe ordering key, with `position`).
+    pub tx_id: i64,
+    /// Deterministic id.
+    pub event_id: Uuid,
+    /// Stream name, e.g. `session-abc`.
+    pub stream: String,
+    /// 1-based version within the stream.
+    pub version: i32,
+    /// Type name.
+    pub event_type: String,
+    /// Payload schema version.
+    pub schema_version: i32,
+    /// The body.
+    pub payload: serde_json::Value,
+    /// Correlation, causation, trace and producer.
+    pub metadata: EventMetadata,
+    /// Commit-side time stamp.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// An event's payload did not match the type asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The event is of another type.
+    #[error("expected event type {expected}, found {found}")]
+    WrongType {
+        /// The type asked for.
+        expected: &'static str,
+        /// The type stored.
+        found: String,
+    },
+    /// The payload does not fit the type's schema.
+    #[error("payload of {event_type} does not decode: {source}")]
+    Payload {
+        /// The type asked for.
+        event_type: &'static str,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+}
+
+impl RecordedEvent {
+    /// The payload as `P`, checking the type name first.
+    pub fn decode<P: EventPayload>(&self) -> Result<P, DecodeError> {
+        if self.event_type != P::EVENT_TYPE {
+            return Err(DecodeError::WrongType {
+                expected: P::EVENT_TYPE,
+                found: self.event_type.clone(),
+            });
+        }
+        P::deserialize(&self.payload).map_err(|source| DecodeError::Payload {
+            event_type: P::EVENT_TYPE,
+            source,
+        })
+    }
+
+    /// Whether this event is of type `P`.
+    pub fn is<P: EventPayload>(&self) -> bool {
+        self.event_type == P::EVENT_TYPE
+    }
+
+    /// The stream's kind: the part of its name before the first `-` (`session`, `stage`, `persona`).
+    pub fn stream_kind(&self) -> &str {
+        stream_kind(&self.stream)
+    }
+}
+
+/// The kind of a stream name: the part before the first `-`.
+pub fn stream_kind(stream: &str) -> &str {
+    stream.split_once('-').map_or(stream, |(kind, _)| kind)
+}
+
+/// Stream name of one conversation.
+pub fn session_stream(session_id: &str) -> String {
+    format!("session-{session_id}")
+}

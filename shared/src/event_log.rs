@@ -1,0 +1,174 @@
+//! Append-then-publish, with an outbox so nothing committed stays unpublished.
+//!
+//! The fast path publishes right after the commit and then forgets the outbox row; if the
+//! process dies in between, [`run_outbox_relay`] publishes the row later. Either way
+//! JetStream drops the second copy by `Nats-Msg-Id`.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+use crate::bus::{Bus, BusError};
+use crate::event::{NewEvent, RecordedEvent};
+use crate::store::{read::row_to_event, AppendOutcome, EventStore, ExpectedVersion, StoreError};
+
+/// Failure of an append-and-publish.
+#[derive(Debug, thiserror::Error)]
+pub enum EventLogError {
+    /// The append failed: nothing was committed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The event store and the bus together (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct EventLog {
+    store: EventStore,
+    bus: Bus,
+    published: mpsc::UnboundedSender<i64>,
+}
+
+impl EventLog {
+    /// Couples a store and a bus; spawns the task that clears published outbox rows.
+    pub fn new(store: EventStore, bus: Bus) -> Self {
+        let (published, rx) = mpsc::unbounded_channel();
+        tokio::spawn(clear_published(store.clone(), rx));
+        Self {
+            store,
+            bus,
+            published,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &EventStore {
+        &self.store
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// Appends, and once committed publishes. A publish failure is not an error: the
+    /// outbox relay retries it.
+    pub async fn append(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome, EventLogError> {
+        let outcome = self.store.append(stream, expected, events).await?;
+        crate::fault::point("store.after_commit");
+        let to_publish: Vec<&RecordedEvent> = if outcome.duplicate {
+            // An earlier attempt committed these; publish whatever it did not get to.
+            let positions: Vec<i64> = outcome.events.iter().map(|e| e.position).collect();
+            let pending: Vec<i64> =
+                sqlx::query_scalar("SELECT position FROM outbox WHERE position = ANY($1)")
+                    .bind(&positions)
+                    .fetch_all(self.store.pool())
+                    .await
+                    .map_err(StoreError::from)?;
+            outcome
+                .events
+                .iter()
+                .filter(|e| pending.contains(&e.position))
+                .collect()
+        } else {
+            outcome.events.iter().collect()
+        };
+        for event in to_publish {
+            match self.bus.publish_event(event).await {
+                Ok(()) => {
+                    let _ = self.published.send(event.position);
+                }
+                Err(e) => {
+                    warn!(event_id = %event.event_id, error = %e, "publish failed; the outbox relay will retry")
+                }
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// Deletes outbox rows of published events in batches, off the request path.
+async fn clear_published(store: EventStore, mut rx: mpsc::UnboundedReceiver<i64>) {
+    let mut batch = Vec::with_capacity(256);
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < 1024 {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = sqlx::query("DELETE FROM outbox WHERE position = ANY($1)")
+            .bind(&batch)
+            .execute(store.pool())
+            .await
+        {
+            // Harmless: the relay republishes, JetStream drops the copy.
+            debug!(error = %e, "could not clear outbox rows");
+        }
+        batch.clear();
+    }
+}
+
+/// Publishes committed events that the fast path did not (the process died, or NATS was
+/// away), oldest first. Runs until its task is aborted; safe to run in many processes.
+pub async fn run_outbox_relay(store: EventStore, bus: Bus, interval: Duration, grace: Duration) {
+    loop {
+        match relay_once(&store, &bus, grace).await {
+            Ok(n) if n > 0 => continue,
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "outbox relay pass failed"),
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// One relay pass over rows older than `grace` (younger ones are the fast path's).
+/// Returns how many events it published.
+pub async fn relay_once(
+    store: &EventStore,
+    bus: &Bus,
+    grace: Duration,
+) -> Result<usize, RelayError> {
+    let mut tx = store.pool().begin().await.map_err(StoreError::from)?;
+    let rows = sqlx::query(
+        "SELECT e.position, e.tx_id, e.event_id, e.stream, e.version, e.event_type, \
+         e.schema_version, e.payload, e.metadata, e.recorded_at \
+         FROM outbox o JOIN events e ON e.position = o.position \
+         WHERE o.enqueued_at < clock_timestamp() - make_interval(secs => $1) \
+         ORDER BY o.position LIMIT 256 FOR UPDATE OF o SKIP LOCKED",
+    )
+    .bind(grace.as_secs_f64())
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(StoreError::from)?;
+    let mut published = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let event = row_to_event(row)?;
+        bus.publish_event(&event).await?;
+        published.push(event.position);
+    }
+    sqlx::query("DELETE FROM outbox WHERE position = ANY($1)")
+        .bind(&published)
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::from)?;
+    tx.commit().await.map_err(StoreError::from)?;
+    Ok(published.len())
+}
+
+/// Failure of a relay pass.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// Reading or clearing the outbox failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Publishing failed (rows stay for the next pass).
+    #[error(transparent)]
+    Bus(#[from] BusError),
+}

@@ -1,0 +1,31 @@
+//! Ghost's common crate: what more than one service needs, written once.
+//!
+//! - [`event`] / [`events`]: the event envelope and the catalogue of payloads;
+//! - [`ids`]: deterministic event ids (idempotency);
+//! - [`store`]: the Postgres event store (append, read, gap-safe global order);
+//! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
+//! - [`event_log`]: append-then-publish with an outbox relay;
+//! - [`projection`]: checkpointed read models, rebuildable from zero;
+//! - [`projections`]: the read models several services read (`assistant_text`);
+//! - [`config`]: YAML + environment configuration, secrets;
+//! - [`llm`]: Ollama and OpenAI-compatible clients; [`fake_llm`]: a fake server for tests;
+//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
+//! - [`service`]: the context every service runs with;
+//! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments.
+
+pub mod bus;
+pub mod config;
+pub mod event;
+pub mod event_log;
+pub mod events;
+pub mod fake_llm;
+pub mod fault;
+pub mod ids;
+pub mod llm;
+pub mod projection;
+pub mod projections;
+pub mod service;
+pub mod store;
+pub mod telemetry;
+pub mod testing;
+pub mod turn_stream;

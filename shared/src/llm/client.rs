@@ -1,0 +1,459 @@
+//! The HTTP client: request building, timeouts, streaming.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderValue, AUTHORIZATION};
+use tokio::time::{timeout_at, Instant};
+
+use super::config::{LlmRoleConfig, Provider};
+use super::decode::Decoder;
+use super::error::LlmError;
+use super::image::{audit_after_timeout, resolve_image};
+use super::message::{ChatMessage, ContentPart};
+use super::wire::{self, ResolvedMessage, ResolvedPart};
+use super::LOG_TARGET;
+
+/// Stream of token deltas; ends after the provider's end marker, or with one error item.
+pub type TokenStream = Pin<Box<dyn Stream<Item = Result<String, LlmError>> + Send>>;
+
+/// Upper bound of the `/healthz` probe, whatever the role's call timeout.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How much of an error body is kept in `LlmError::HttpStatus`.
+const ERROR_BODY_MAX_CHARS: usize = 512;
+/// How much of an error body is read at most (the rest is not worth waiting for).
+const ERROR_BODY_MAX_BYTES: usize = 16 * 1024;
+
+/// Client for one LLM role. Cheap to clone (the connection pool is shared).
+#[derive(Clone)]
+pub struct LlmClient {
+    cfg: LlmRoleConfig,
+    /// Pre-built `Bearer` header; marked sensitive so it never shows up in debug output.
+    auth: Option<HeaderValue>,
+    http: reqwest::Client,
+    chat_url: String,
+    probe_url: String,
+}
+
+impl fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("provider", &self.cfg.provider)
+            .field("model", &self.cfg.model)
+            .field("chat_url", &self.chat_url)
+            .field("api_key", &self.auth.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
+}
+
+/// A built request plus what the timeout audit needs.
+struct Prepared {
+    body: serde_json::Value,
+    image_paths: Vec<PathBuf>,
+}
+
+impl LlmClient {
+    /// Validates the config and builds the client. `api_key` is sent as `Authorization: Bearer`
+    /// (for Ollama too, which helps behind an authenticating reverse proxy).
+    ///
+    /// URLs: Ollama uses `{base}/api/chat` and `{base}/api/tags`. OpenAI uses
+    /// `{base}/v1/chat/completions` and `{base}/v1/models`, where a `base_url` that already ends
+    /// in `/v1` is not given a second one (`http://h/v1` and `http://h` are equivalent).
+    pub fn new(cfg: LlmRoleConfig, api_key: Option<String>) -> Result<Self, LlmError> {
+        let base = cfg.base_url.trim().trim_end_matches('/').to_string();
+        let parsed = reqwest::Url::parse(&base)
+            .map_err(|e| LlmError::InvalidRequest(format!("base_url {base:?}: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(LlmError::InvalidRequest(format!(
+                "base_url {base:?}: scheme must be http or https"
+            )));
+        }
+        if cfg.model.trim().is_empty() {
+            return Err(LlmError::InvalidRequest("model is empty".into()));
+        }
+        if cfg.timeout_secs == 0 {
+            return Err(LlmError::InvalidRequest("timeout_secs must be > 0".into()));
+        }
+        let auth = match api_key.as_deref().map(str::trim) {
+            Some(key) if !key.is_empty() => {
+                let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    // Never echo the key itself.
+                    LlmError::InvalidRequest("api key contains invalid header characters".into())
+                })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+            _ => None,
+        };
+        let (chat_url, probe_url) = match cfg.provider {
+            Provider::Ollama => (format!("{base}/api/chat"), format!("{base}/api/tags")),
+            Provider::Openai => {
+                let v1 = if base.ends_with("/v1") {
+                    base.clone()
+                } else {
+                    format!("{base}/v1")
+                };
+                (format!("{v1}/chat/completions"), format!("{v1}/models"))
+            }
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(cfg.timeout_secs))
+            .build()
+            .map_err(|e| LlmError::InvalidRequest(format!("http client: {e}")))?;
+        Ok(LlmClient {
+            cfg,
+            auth,
+            http,
+            chat_url,
+            probe_url,
+        })
+    }
+
+    /// The role configuration this client was built from.
+    pub fn config(&self) -> &LlmRoleConfig {
+        &self.cfg
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.cfg.timeout_secs)
+    }
+
+    /// Streams token deltas. The whole call (image loading, connect and every chunk) is
+    /// bounded by `timeout_secs`; hitting it yields `LlmError::Timeout` (as the returned error
+    /// or as the stream's last item) and writes the "after timeout" image audit.
+    pub async fn chat_stream(&self, messages: &[ChatMessage]) -> Result<TokenStream, LlmError> {
+        let deadline = Instant::now() + self.timeout();
+        let prepared = self.prepare(messages, true).await?;
+        let resp = self.send(&prepared, deadline).await?;
+        let state = StreamState {
+            body: Box::pin(resp.bytes_stream()),
+            decoder: Decoder::for_provider(self.cfg.provider),
+            pending: VecDeque::new(),
+            error: None,
+            finished: false,
+            deadline,
+            timeout: self.timeout(),
+            image_paths: prepared.image_paths,
+        };
+        Ok(Box::pin(futures::stream::unfold(state, next_token)))
+    }
+
+    /// Non-streaming convenience: sends a `stream: false` request and returns the whole reply.
+    /// Bounded by `timeout_secs` like `chat_stream`.
+    pub async fn chat(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        let deadline = Instant::now() + self.timeout();
+        let prepared = self.prepare(messages, false).await?;
+        let resp = self.send(&prepared, deadline).await?;
+        let bytes = match timeout_at(deadline, resp.bytes()).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => return Err(body_error(e, self.timeout())),
+            Err(_) => return Err(self.timed_out(&prepared.image_paths).await),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::MalformedStream(format!("invalid JSON reply ({e}): {}", preview(&bytes)))
+        })?;
+        match self.cfg.provider {
+            Provider::Ollama => wire::ollama_reply(&v),
+            Provider::Openai => wire::openai_reply(&v),
+        }
+    }
+
+    /// Reachability probe for `/healthz`: Ollama `GET /api/tags`, OpenAI `GET /v1/models`,
+    /// bounded by the smaller of 5 s and `timeout_secs`.
+    pub async fn probe(&self) -> Result<(), LlmError> {
+        let limit = PROBE_TIMEOUT.min(self.timeout());
+        let mut req = self.http.get(&self.probe_url);
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        let deadline = Instant::now() + limit;
+        let resp = match timeout_at(deadline, req.send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(send_error(e, limit)),
+            Err(_) => return Err(LlmError::Timeout { after: limit }),
+        };
+        if resp.status().is_success() {
+            Ok(())
+        } else {
+            Err(status_error(resp, deadline).await)
+        }
+    }
+
+    /// Resolves images (writing the "before request" audit) and builds the body.
+    async fn prepare(&self, messages: &[ChatMessage], stream: bool) -> Result<Prepared, LlmError> {
+        if messages.is_empty() {
+            return Err(LlmError::InvalidRequest("no messages".into()));
+        }
+        let mut resolved = Vec::with_capacity(messages.len());
+        let mut image_paths = Vec::new();
+        for m in messages {
+            let mut parts = Vec::with_capacity(m.parts.len());
+            for p in &m.parts {
+                match p {
+                    ContentPart::Text(t) => parts.push(ResolvedPart::Text(t.clone())),
+                    ContentPart::Image(img) => {
+                        if let Some(path) = &img.source_path {
+                            image_paths.push(path.clone());
+                        }
+                        if let Some(r) = resolve_image(img, self.cfg.provider).await {
+                            parts.push(ResolvedPart::Image(r));
+                        }
+                    }
+                }
+            }
+            resolved.push(ResolvedMessage {
+                role: m.role,
+                parts,
+            });
+        }
+        let body = match self.cfg.provider {
+            Provider::Ollama => {
+                wire::ollama_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
+            }
+            Provider::Openai => {
+                wire::openai_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
+            }
+        };
+        Ok(Prepared { body, image_paths })
+    }
+
+    /// Sends the request and checks the status, all before `deadline`.
+    async fn send(
+        &self,
+        prepared: &Prepared,
+        deadline: Instant,
+    ) -> Result<reqwest::Response, LlmError> {
+        tracing::debug!(
+            target: LOG_TARGET,
+            provider = self.cfg.provider.as_str(),
+            model = %self.cfg.model,
+            url = %self.chat_url,
+            stream = prepared.body.get("stream").and_then(serde_json::Value::as_bool).unwrap_or(false),
+            "LLM request"
+        );
+        let mut req = self.http.post(&self.chat_url).json(&prepared.body);
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        let resp = match timeout_at(deadline, req.send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(send_error(e, self.timeout())),
+            Err(_) => return Err(self.timed_out(&prepared.image_paths).await),
+        };
+        if resp.status().is_success() {
+            Ok(resp)
+        } else {
+            let err = status_error(resp, deadline).await;
+            tracing::warn!(target: LOG_TARGET, model = %self.cfg.model, error = %err, "LLM request failed");
+            Err(err)
+        }
+    }
+
+    async fn timed_out(&self, image_paths: &[PathBuf]) -> LlmError {
+        tracing::warn!(target: LOG_TARGET, model = %self.cfg.model, timeout_secs = self.cfg.timeout_secs, "LLM call timed out");
+        audit_after_timeout(image_paths).await;
+        LlmError::Timeout {
+            after: self.timeout(),
+        }
+    }
+}
+
+/// State of a token stream between polls.
+struct StreamState {
+    body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    decoder: Decoder,
+    /// Tokens decoded but not yet yielded (one HTTP chunk may hold many).
+    pending: VecDeque<String>,
+    /// An error to yield once `pending` is drained, so tokens before a failure are not lost.
+    error: Option<LlmError>,
+    finished: bool,
+    deadline: Instant,
+    timeout: Duration,
+    image_paths: Vec<PathBuf>,
+}
+
+async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, StreamState)> {
+    loop {
+        if let Some(tok) = st.pending.pop_front() {
+            return Some((Ok(tok), st));
+        }
+        if let Some(err) = st.error.take() {
+            return Some((Err(err), st));
+        }
+        if st.finished {
+            return None;
+        }
+        match timeout_at(st.deadline, st.body.next()).await {
+            Err(_) => {
+                tracing::warn!(target: LOG_TARGET, timeout_secs = st.timeout.as_secs(), "LLM stream timed out");
+                audit_after_timeout(&st.image_paths).await;
+                st.finished = true;
+                st.error = Some(LlmError::Timeout { after: st.timeout });
+            }
+            Ok(Some(Ok(bytes))) => match st.decoder.feed(&bytes, &mut st.pending) {
+                Ok(done) => st.finished = done,
+                Err(e) => {
+                    st.finished = true;
+                    st.error = Some(e);
+                }
+            },
+            Ok(Some(Err(e))) => {
+                st.finished = true;
+                st.error = Some(body_error(e, st.timeout));
+            }
+            Ok(None) => {
+                st.finished = true;
+                if let Err(e) = st.decoder.finish(&mut st.pending) {
+                    st.error = Some(e);
+                }
+            }
+        }
+    }
+}
+
+/// Error chain as one line (reqwest's top-level message hides the cause, e.g. "refused").
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn send_error(e: reqwest::Error, after: Duration) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout { after }
+    } else {
+        LlmError::Connect(chain(&e))
+    }
+}
+
+/// A failure while reading an already started body: the reply is cut short.
+fn body_error(e: reqwest::Error, after: Duration) -> LlmError {
+    if e.is_timeout() {
+        LlmError::Timeout { after }
+    } else {
+        LlmError::MalformedStream(format!("body read failed: {}", chain(&e)))
+    }
+}
+
+fn preview(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).chars().take(120).collect()
+}
+
+/// `HttpStatus` with a truncated body (read only until the deadline and a size cap).
+async fn status_error(resp: reqwest::Response, deadline: Instant) -> LlmError {
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while body.len() < ERROR_BODY_MAX_BYTES {
+        match timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    let mut truncated: String = text.chars().take(ERROR_BODY_MAX_CHARS).collect();
+    if text.chars().nth(ERROR_BODY_MAX_CHARS).is_some() {
+        truncated.push('…');
+    }
+    LlmError::HttpStatus {
+        status,
+        body: truncated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::GenerationOptions;
+
+    fn cfg(provider: Provider, base: &str) -> LlmRoleConfig {
+        LlmRoleConfig {
+            provider,
+            base_url: base.into(),
+            model: "m".into(),
+            options: GenerationOptions::default(),
+            timeout_secs: 60,
+        }
+    }
+
+    #[test]
+    fn openai_base_with_or_without_v1() {
+        for base in [
+            "http://h:1",
+            "http://h:1/",
+            "http://h:1/v1",
+            "http://h:1/v1/",
+        ] {
+            let c = LlmClient::new(cfg(Provider::Openai, base), None).unwrap();
+            assert_eq!(c.chat_url, "http://h:1/v1/chat/completions");
+            assert_eq!(c.probe_url, "http://h:1/v1/models");
+        }
+        let c = LlmClient::new(cfg(Provider::Ollama, "http://h:1/"), None).unwrap();
+        assert_eq!(c.chat_url, "http://h:1/api/chat");
+        assert_eq!(c.probe_url, "http://h:1/api/tags");
+    }
+
+    #[test]
+    fn invalid_configs_are_rejected() {
+        assert!(matches!(
+            LlmClient::new(cfg(Provider::Ollama, "ftp://h"), None),
+            Err(LlmError::InvalidRequest(_))
+        ));
+        assert!(LlmClient::new(cfg(Provider::Ollama, "not a url"), None).is_err());
+        let mut c = cfg(Provider::Ollama, "http://h");
+        c.model = " ".into();
+        assert!(LlmClient::new(c, None).is_err());
+        let mut c = cfg(Provider::Ollama, "http://h");
+        c.timeout_secs = 0;
+        assert!(LlmClient::new(c, None).is_err());
+        let err = LlmClient::new(
+            cfg(Provider::Openai, "http://h"),
+            Some("sk-se\ncret".into()),
+        )
+        .unwrap_err();
+        assert!(!err.to_string().contains("sk-se"));
+    }
+
+    #[test]
+    fn debug_output_redacts_the_key() {
+        let c =
+            LlmClient::new(cfg(Provider::Openai, "http://h"), Some("sk-secret".into())).unwrap();
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("sk-secret"));
+        assert!(dbg.contains("[redacted]"));
+    }
+
+    #[tokio::test]
+    async fn connection_refused_is_connect_error() {
+        // Bind then drop to get a port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let c = LlmClient::new(
+            cfg(Provider::Ollama, &format!("http://127.0.0.1:{port}")),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(
+            c.chat(&[ChatMessage::user("hi")]).await,
+            Err(LlmError::Connect(_))
+        ));
+        assert!(matches!(c.probe().await, Err(LlmError::Connect(_))));
+        assert!(matches!(
+            c.chat(&[]).await,
+            Err(LlmError::InvalidRequest(_))
+        ));
+    }
+}

@@ -1,0 +1,96 @@
+//! Per-role configuration, deserialized from the service YAML.
+
+use serde::{Deserialize, Serialize};
+
+/// Which wire format a role speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Ollama native API: `POST /api/chat`, NDJSON streaming.
+    Ollama,
+    /// OpenAI-compatible API: `POST /v1/chat/completions`, SSE streaming.
+    Openai,
+}
+
+impl Provider {
+    /// The lowercase name used in config and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Ollama => "ollama",
+            Provider::Openai => "openai",
+        }
+    }
+}
+
+/// Sampling options; every field is optional and omitted from the request when unset,
+/// so the provider's own defaults apply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GenerationOptions {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
+    pub top_p: Option<f64>,
+    /// Maximum number of generated tokens (Ollama: `num_predict`).
+    pub max_tokens: Option<u32>,
+    /// Seed for reproducible sampling.
+    pub seed: Option<i64>,
+    /// Stop sequences.
+    pub stop: Option<Vec<String>>,
+}
+
+/// Configuration of one LLM role (chat, worker, coder, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmRoleConfig {
+    /// Wire format of the endpoint.
+    pub provider: Provider,
+    /// Server root, e.g. `http://127.0.0.1:11434`. For OpenAI it may or may not end with `/v1`.
+    pub base_url: String,
+    /// Model name sent in every request.
+    pub model: String,
+    /// Sampling options.
+    #[serde(default)]
+    pub options: GenerationOptions,
+    /// Bound on a whole call (connect plus every streamed chunk), in seconds.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+}
+
+/// Default whole-call timeout: the conversation loop's 60 s budget (seed 003).
+fn default_timeout_secs() -> u64 {
+    60
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_and_provider_names_are_lowercase() {
+        let cfg: LlmRoleConfig = serde_json::from_value(serde_json::json!({
+            "provider": "openai", "base_url": "http://x", "model": "m"
+        }))
+        .unwrap();
+        assert_eq!(cfg.provider, Provider::Openai);
+        assert_eq!(cfg.timeout_secs, 60);
+        assert_eq!(cfg.options, GenerationOptions::default());
+        assert_eq!(Provider::Ollama.as_str(), "ollama");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let bad_opts = serde_json::from_value::<GenerationOptions>(
+            serde_json::json!({"temperature": 0.5, "temprature": 1.0}),
+        );
+        assert!(bad_opts.is_err());
+        let bad_cfg = serde_json::from_value::<LlmRoleConfig>(serde_json::json!({
+            "provider": "ollama", "base_url": "http://x", "model": "m", "extra": 1
+        }));
+        assert!(bad_cfg.is_err());
+        let bad_provider = serde_json::from_value::<LlmRoleConfig>(serde_json::json!({
+            "provider": "anthropic", "base_url": "http://x", "model": "m"
+        }));
+        assert!(bad_provider.is_err());
+    }
+}

@@ -1,0 +1,31 @@
+//! Typed errors of the LLM client.
+
+use std::time::Duration;
+
+/// Why an LLM call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmError {
+    /// The whole call (connect plus streaming) exceeded the configured budget.
+    #[error("LLM call timed out after {after:?}")]
+    Timeout {
+        /// The budget that was exceeded.
+        after: Duration,
+    },
+    /// The server could not be reached or the connection failed before a response.
+    #[error("LLM connection failed: {0}")]
+    Connect(String),
+    /// The server answered with a non-2xx status.
+    #[error("LLM HTTP status {status}: {body}")]
+    HttpStatus {
+        /// HTTP status code.
+        status: u16,
+        /// Response body, truncated to a few hundred characters.
+        body: String,
+    },
+    /// The response body was not the expected format, reported an error in-band, or ended early.
+    #[error("LLM stream malformed: {0}")]
+    MalformedStream(String),
+    /// The request could not be built (bad config, unusable input).
+    #[error("invalid LLM request: {0}")]
+    InvalidRequest(String),
+}

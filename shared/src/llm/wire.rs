@@ -1,0 +1,277 @@
+//! Request bodies and non-streaming replies of both wire formats.
+
+use serde_json::{json, Map, Value};
+
+use super::config::GenerationOptions;
+use super::error::LlmError;
+use super::image::ResolvedImage;
+use super::message::Role;
+
+/// A message whose images have been resolved (dropped ones removed).
+#[derive(Debug, Clone)]
+pub(crate) struct ResolvedMessage {
+    pub role: Role,
+    pub parts: Vec<ResolvedPart>,
+}
+
+/// A content part ready for the wire.
+#[derive(Debug, Clone)]
+pub(crate) enum ResolvedPart {
+    Text(String),
+    Image(ResolvedImage),
+}
+
+fn joined_text(parts: &[ResolvedPart]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            ResolvedPart::Text(t) => Some(t.as_str()),
+            ResolvedPart::Image(_) => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// Ollama `/api/chat` body. Text parts are joined with newlines; images go to `images` as raw
+/// base64 (http URLs never reach here for Ollama: `image` resolves or drops them).
+pub(crate) fn ollama_body(
+    model: &str,
+    messages: &[ResolvedMessage],
+    opts: &GenerationOptions,
+    stream: bool,
+) -> Value {
+    let msgs: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let mut obj = Map::new();
+            obj.insert("role".into(), m.role.as_str().into());
+            obj.insert("content".into(), joined_text(&m.parts).into());
+            let images: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    ResolvedPart::Image(img) => img.base64_payload().map(Value::from),
+                    ResolvedPart::Text(_) => None,
+                })
+                .collect();
+            if !images.is_empty() {
+                obj.insert("images".into(), Value::Array(images));
+            }
+            Value::Object(obj)
+        })
+        .collect();
+    let mut body = json!({ "model": model, "messages": msgs, "stream": stream });
+    let mut options = Map::new();
+    if let Some(t) = opts.temperature {
+        options.insert("temperature".into(), t.into());
+    }
+    if let Some(p) = opts.top_p {
+        options.insert("top_p".into(), p.into());
+    }
+    if let Some(n) = opts.max_tokens {
+        options.insert("num_predict".into(), n.into());
+    }
+    if let Some(s) = opts.seed {
+        options.insert("seed".into(), s.into());
+    }
+    if let Some(stop) = &opts.stop {
+        options.insert("stop".into(), stop.clone().into());
+    }
+    if !options.is_empty() {
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert("options".into(), Value::Object(options));
+        }
+    }
+    body
+}
+
+/// OpenAI `/v1/chat/completions` body. A message without images gets a plain string content
+/// (widest compatibility); with images, the content-part array in the original order.
+pub(crate) fn openai_body(
+    model: &str,
+    messages: &[ResolvedMessage],
+    opts: &GenerationOptions,
+    stream: bool,
+) -> Value {
+    let msgs: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let has_image = m.parts.iter().any(|p| matches!(p, ResolvedPart::Image(_)));
+            let content = if has_image {
+                Value::Array(
+                    m.parts
+                        .iter()
+                        .map(|p| match p {
+                            ResolvedPart::Text(t) => json!({"type": "text", "text": t}),
+                            ResolvedPart::Image(img) => {
+                                json!({"type": "image_url", "image_url": {"url": img.url}})
+                            }
+                        })
+                        .collect(),
+                )
+            } else {
+                Value::from(joined_text(&m.parts))
+            };
+            json!({"role": m.role.as_str(), "content": content})
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), model.into());
+    body.insert("messages".into(), Value::Array(msgs));
+    body.insert("stream".into(), stream.into());
+    if let Some(t) = opts.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    if let Some(p) = opts.top_p {
+        body.insert("top_p".into(), p.into());
+    }
+    if let Some(n) = opts.max_tokens {
+        body.insert("max_tokens".into(), n.into());
+    }
+    if let Some(s) = opts.seed {
+        body.insert("seed".into(), s.into());
+    }
+    if let Some(stop) = &opts.stop {
+        body.insert("stop".into(), stop.clone().into());
+    }
+    Value::Object(body)
+}
+
+/// Text of an in-band `error` field (string or object), if present.
+pub(crate) fn provider_error(v: &Value) -> Option<LlmError> {
+    let err = v.get("error")?;
+    if err.is_null() {
+        return None;
+    }
+    let msg = match err {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| err.to_string()),
+        other => other.to_string(),
+    };
+    Some(LlmError::MalformedStream(format!("provider error: {msg}")))
+}
+
+/// Reply text of a non-streaming Ollama response.
+pub(crate) fn ollama_reply(v: &Value) -> Result<String, LlmError> {
+    if let Some(e) = provider_error(v) {
+        return Err(e);
+    }
+    v.get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| LlmError::MalformedStream("ollama reply without message.content".into()))
+}
+
+/// Reply text of a non-streaming OpenAI response (`null` content counts as empty).
+pub(crate) fn openai_reply(v: &Value) -> Result<String, LlmError> {
+    if let Some(e) = provider_error(v) {
+        return Err(e);
+    }
+    let message = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("message"))
+        .ok_or_else(|| {
+            LlmError::MalformedStream("openai reply without choices[0].message".into())
+        })?;
+    match message.get("content") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Null) | None => Ok(String::new()),
+        Some(_) => Err(LlmError::MalformedStream(
+            "openai reply content is not a string".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msgs() -> Vec<ResolvedMessage> {
+        vec![
+            ResolvedMessage {
+                role: Role::System,
+                parts: vec![ResolvedPart::Text("sys".into())],
+            },
+            ResolvedMessage {
+                role: Role::User,
+                parts: vec![
+                    ResolvedPart::Text("look".into()),
+                    ResolvedPart::Image(ResolvedImage {
+                        url: "data:image/png;base64,QUJD".into(),
+                    }),
+                ],
+            },
+        ]
+    }
+
+    fn opts() -> GenerationOptions {
+        GenerationOptions {
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            max_tokens: Some(42),
+            seed: Some(7),
+            stop: Some(vec!["\n\n".into()]),
+        }
+    }
+
+    #[test]
+    fn ollama_body_maps_options_and_images() {
+        let b = ollama_body("m", &msgs(), &opts(), true);
+        assert_eq!(b["model"], "m");
+        assert_eq!(b["stream"], true);
+        assert_eq!(b["options"]["num_predict"], 42);
+        assert_eq!(b["options"]["temperature"], 0.5);
+        assert_eq!(b["options"]["top_p"], 0.9);
+        assert_eq!(b["options"]["seed"], 7);
+        assert_eq!(b["options"]["stop"][0], "\n\n");
+        assert_eq!(b["messages"][1]["content"], "look");
+        assert_eq!(b["messages"][1]["images"][0], "QUJD");
+        assert!(b["messages"][0].get("images").is_none());
+        let bare = ollama_body("m", &msgs(), &GenerationOptions::default(), false);
+        assert!(bare.get("options").is_none());
+        assert_eq!(bare["stream"], false);
+    }
+
+    #[test]
+    fn openai_body_uses_string_or_parts() {
+        let b = openai_body("m", &msgs(), &opts(), true);
+        assert_eq!(b["messages"][0]["content"], "sys");
+        assert_eq!(b["messages"][1]["content"][0]["type"], "text");
+        assert_eq!(b["messages"][1]["content"][1]["type"], "image_url");
+        assert_eq!(
+            b["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,QUJD"
+        );
+        assert_eq!(b["max_tokens"], 42);
+        assert_eq!(b["seed"], 7);
+        let bare = openai_body("m", &msgs(), &GenerationOptions::default(), false);
+        assert!(bare.get("temperature").is_none());
+    }
+
+    #[test]
+    fn replies_and_in_band_errors() {
+        assert_eq!(
+            ollama_reply(&json!({"message": {"content": "hi"}, "done": true})),
+            Ok("hi".into())
+        );
+        assert!(matches!(
+            ollama_reply(&json!({"error": "model not found"})),
+            Err(LlmError::MalformedStream(m)) if m.contains("model not found")
+        ));
+        assert_eq!(
+            openai_reply(&json!({"choices": [{"message": {"content": null}}]})),
+            Ok(String::new())
+        );
+        assert!(openai_reply(&json!({"choices": []})).is_err());
+        assert!(matches!(
+            openai_reply(&json!({"error": {"message": "quota"}})),
+            Err(LlmError::MalformedStream(m)) if m.contains("quota")
+        ));
+    }
+}

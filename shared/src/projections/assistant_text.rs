@@ -1,0 +1,144 @@
+//! `assistant_text`: per session, the user's and the persona's turns as they were said.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgExecutor, Postgres, Row, Transaction};
+use uuid::Uuid;
+
+use crate::event::{EventPayload, RecordedEvent};
+use crate::events::{AssistantReplied, UserMessageReceived};
+use crate::projection::{Projection, ProjectionError};
+
+/// One row of `assistant_text`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationTurn {
+    /// The conversation.
+    pub session_id: String,
+    /// Global position of the source event.
+    pub position: i64,
+    /// The source event.
+    pub event_id: Uuid,
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Who spoke (user id or character id).
+    pub speaker: String,
+    /// Channel (`http`, `line`, `slack`).
+    pub source: String,
+    /// What was said.
+    pub text: String,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// The projection feeding `assistant_text`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AssistantTextProjection;
+
+impl AssistantTextProjection {
+    /// Projection name (checkpoint key, CLI argument).
+    pub const NAME: &'static str = "assistant_text";
+
+    /// The last `limit` turns of `session_id`, oldest first.
+    pub async fn recent<'e>(
+        executor: impl PgExecutor<'e>,
+        session_id: &str,
+        limit: i64,
+    ) -> Result<Vec<ConversationTurn>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT * FROM (SELECT session_id, position, event_id, role, speaker, source, text, recorded_at \
+             FROM assistant_text WHERE session_id = $1 ORDER BY position DESC LIMIT $2) t ORDER BY position",
+        )
+        .bind(session_id)
+        .bind(limit)
+        .fetch_all(executor)
+        .await?;
+        rows.iter().map(turn_from_row).collect()
+    }
+
+    /// Every row, in a stable order (for comparisons and exports).
+    pub async fn all<'e>(
+        executor: impl PgExecutor<'e>,
+    ) -> Result<Vec<ConversationTurn>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT session_id, position, event_id, role, speaker, source, text, recorded_at \
+             FROM assistant_text ORDER BY session_id, position",
+        )
+        .fetch_all(executor)
+        .await?;
+        rows.iter().map(turn_from_row).collect()
+    }
+}
+
+fn turn_from_row(r: &sqlx::postgres::PgRow) -> Result<ConversationTurn, sqlx::Error> {
+    Ok(ConversationTurn {
+        session_id: r.try_get("session_id")?,
+        position: r.try_get("position")?,
+        event_id: r.try_get("event_id")?,
+        role: r.try_get("role")?,
+        speaker: r.try_get("speaker")?,
+        source: r.try_get("source")?,
+        text: r.try_get("text")?,
+        recorded_at: r.try_get("recorded_at")?,
+    })
+}
+
+fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
+    ProjectionError::Decode {
+        event_id: event.event_id,
+        event_type: event.event_type.clone(),
+        reason: e.to_string(),
+    }
+}
+
+#[async_trait::async_trait]
+impl Projection for AssistantTextProjection {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        let (session_id, role, speaker, source, text) = match event.event_type.as_str() {
+            UserMessageReceived::EVENT_TYPE => {
+                let m: UserMessageReceived = event.decode().map_err(|e| decode_error(event, e))?;
+                (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
+            }
+            AssistantReplied::EVENT_TYPE => {
+                let r: AssistantReplied = event.decode().map_err(|e| decode_error(event, e))?;
+                (
+                    r.session_id,
+                    "assistant",
+                    r.speaker,
+                    r.channel.as_str(),
+                    r.text,
+                )
+            }
+            _ => return Ok(()),
+        };
+        sqlx::query(
+            "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(session_id)
+        .bind(event.position)
+        .bind(event.event_id)
+        .bind(role)
+        .bind(speaker)
+        .bind(source)
+        .bind(text)
+        .bind(event.recorded_at)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        sqlx::query("DELETE FROM assistant_text")
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! What every service runs with: configuration, the event log, and its own name.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bus::{Bus, BusError};
+use crate::config::Config;
+use crate::event_log::{run_outbox_relay, EventLog};
+use crate::llm::{LlmClient, LlmError};
+use crate::store::{EventStore, StoreError};
+
+/// Failure to start or run a service.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Postgres.
+    #[error("event store: {0}")]
+    Store(#[from] StoreError),
+    /// NATS.
+    #[error("bus: {0}")]
+    Bus(#[from] BusError),
+    /// A model client could not be built.
+    #[error("llm: {0}")]
+    Llm(#[from] LlmError),
+    /// Configuration is incomplete for this service.
+    #[error("config: {0}")]
+    Config(String),
+    /// A listener or file could not be opened.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The running tasks of one service: abort them to stop it (as a crash would).
+#[derive(Debug, Default)]
+pub struct ServiceHandle {
+    /// The service's name.
+    pub service: &'static str,
+    /// Its tasks.
+    pub tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The address it listens on, for HTTP services.
+    pub addr: Option<std::net::SocketAddr>,
+}
+
+impl ServiceHandle {
+    /// A handle for `service` with no tasks yet.
+    pub fn new(service: &'static str) -> Self {
+        Self {
+            service,
+            tasks: Vec::new(),
+            addr: None,
+        }
+    }
+
+    /// Spawns `fut` as one of the service's tasks, logging if it ends with an error.
+    pub fn spawn<E: std::fmt::Display>(
+        &mut self,
+        fut: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+    ) {
+        let service = self.service;
+        self.tasks.push(tokio::spawn(async move {
+            if let Err(e) = fut.await {
+                tracing::error!(service, error = %e, "service task ended");
+            }
+        }));
+    }
+
+    /// Stops every task at once (in-process crash).
+    pub fn abort(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+
+    /// Waits until any task ends (a service never ends on its own unless it failed).
+    pub async fn wait(self) {
+        if self.tasks.is_empty() {
+            return;
+        }
+        let _ = futures::future::select_all(self.tasks).await;
+    }
+}
+
+/// A service's handle on the world (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct ServiceContext {
+    /// The whole configuration.
+    pub config: Arc<Config>,
+    /// Store + bus.
+    pub log: EventLog,
+    /// This service's name (producer of its events, consumer-name prefix).
+    pub service: &'static str,
+}
+
+impl ServiceContext {
+    /// Connects to Postgres and NATS (does not migrate).
+    pub async fn connect(config: Config, service: &'static str) -> Result<Self, ServiceError> {
+        let store = EventStore::connect(
+            &config.ghost.database.url,
+            config.ghost.database.max_connections,
+        )
+        .await?;
+        let bus = Bus::connect(config.ghost.bus.clone()).await?;
+        Ok(Self {
+            config: Arc::new(config),
+            log: EventLog::new(store, bus),
+            service,
+        })
+    }
+
+    /// The same connections under another service's name (for `ghost up`).
+    pub fn for_service(&self, service: &'static str) -> Self {
+        Self {
+            config: self.config.clone(),
+            log: self.log.clone(),
+            service,
+        }
+    }
+
+    /// The event store.
+    pub fn store(&self) -> &EventStore {
+        self.log.store()
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &Bus {
+        self.log.bus()
+    }
+
+    /// A client for the model configured under `llm.<role>`.
+    pub fn llm(&self, role: &str) -> Result<LlmClient, ServiceError> {
+        let cfg = self
+            .config
+            .ghost
+            .llm
+            .get(role)
+            .ok_or_else(|| ServiceError::Config(format!("llm.{role} is not configured")))?;
+        Ok(LlmClient::new(cfg.clone(), None)?)
+    }
+
+    /// Starts this process's outbox relay (one per process is plenty; many are safe).
+    pub fn spawn_outbox_relay(&self) -> tokio::task::JoinHandle<()> {
+        let o = &self.config.ghost.outbox;
+        tokio::spawn(run_outbox_relay(
+            self.store().clone(),
+            self.bus().clone(),
+            Duration::from_millis(o.relay_interval_ms),
+            Duration::from_millis(o.grace_ms),
+        ))
+    }
+}

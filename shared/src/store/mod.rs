@@ -1,0 +1,94 @@
+//! The Postgres event store: append with optimistic concurrency, idempotent by event id,
+//! and gap-safe reads in commit order.
+
+mod append;
+pub(crate) mod read;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use append::{AppendOutcome, ExpectedVersion};
+pub use read::ReadPosition;
+
+/// Channel on which every append notifies (payload: the stream name), to wake readers.
+pub const NOTIFY_CHANNEL: &str = "ghost_events";
+
+/// What can go wrong talking to the event store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The stream moved since the caller read it.
+    #[error("stream {stream} is at version {actual}, expected {expected:?}")]
+    Conflict {
+        /// The stream.
+        stream: String,
+        /// What the caller expected.
+        expected: ExpectedVersion,
+        /// What the stream is at.
+        actual: i32,
+    },
+    /// Some but not all of the events of one append already exist: the caller reused ids.
+    #[error("append to {stream} mixes new events with already stored ones")]
+    PartialDuplicate {
+        /// The stream.
+        stream: String,
+    },
+    /// Nothing to append.
+    #[error("an append needs at least one event")]
+    Empty,
+    /// A stored row does not decode (corrupt metadata).
+    #[error("stored event {position} does not decode: {reason}")]
+    Corrupt {
+        /// Its position.
+        position: i64,
+        /// What failed.
+        reason: String,
+    },
+    /// The database said no.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrations failed.
+    #[error("migration: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Handle to the event store (cheap to clone: a pool inside).
+#[derive(Clone, Debug)]
+pub struct EventStore {
+    pool: PgPool,
+}
+
+impl EventStore {
+    /// Connects a pool to `url`.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        let options = PgConnectOptions::from_str(url)?.application_name("ghost");
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    /// Wraps an existing pool.
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// The pool, for projections and read models living in the same database.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Applies the repository's migrations (idempotent).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        sqlx::migrate!("./migrations").run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}

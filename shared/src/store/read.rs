@@ -1,0 +1,142 @@
+//! Reading: one stream in version order, or everything in gap-safe commit order.
+
+use serde::{Deserialize, Serialize};
+use sqlx::{postgres::PgRow, Row};
+use uuid::Uuid;
+
+use super::{EventStore, StoreError};
+use crate::event::{EventMetadata, RecordedEvent};
+
+/// A place in the global, gap-safe order: `(tx_id, position)`.
+///
+/// Positions alone are not safe to resume from: a transaction that took a lower position
+/// can commit after a higher one was read. Transaction ids below the oldest running
+/// transaction can no longer gain rows, so reading in `(tx_id, position)` order and only up
+/// to that horizon never skips a late commit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ReadPosition {
+    /// Writing transaction id.
+    pub tx_id: i64,
+    /// Position within it.
+    pub position: i64,
+}
+
+impl ReadPosition {
+    /// Before the first event.
+    pub const START: ReadPosition = ReadPosition {
+        tx_id: 0,
+        position: 0,
+    };
+
+    /// The position just read.
+    pub fn of(event: &RecordedEvent) -> Self {
+        Self {
+            tx_id: event.tx_id,
+            position: event.position,
+        }
+    }
+}
+
+pub(crate) const EVENT_COLUMNS: &str = "position, tx_id, event_id, stream, version, event_type, \
+     schema_version, payload, metadata, recorded_at";
+
+/// Decodes one `events` row.
+pub(crate) fn row_to_event(row: &PgRow) -> Result<RecordedEvent, StoreError> {
+    let position: i64 = row.try_get("position")?;
+    let metadata: serde_json::Value = row.try_get("metadata")?;
+    let metadata: EventMetadata =
+        serde_json::from_value(metadata).map_err(|e| StoreError::Corrupt {
+            position,
+            reason: e.to_string(),
+        })?;
+    Ok(RecordedEvent {
+        position,
+        tx_id: row.try_get("tx_id")?,
+        event_id: row.try_get("event_id")?,
+        stream: row.try_get("stream")?,
+        version: row.try_get("version")?,
+        event_type: row.try_get("event_type")?,
+        schema_version: row.try_get("schema_version")?,
+        payload: row.try_get("payload")?,
+        metadata,
+        recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+impl EventStore {
+    /// Every event of `stream` with a version above `after_version`, in version order.
+    pub async fn read_stream(
+        &self,
+        stream: &str,
+        after_version: i32,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 AND version > $2 ORDER BY version"
+        ))
+        .bind(stream)
+        .bind(after_version)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_to_event).collect()
+    }
+
+    /// The newest `limit` events of `stream`, oldest first.
+    pub async fn read_stream_tail(
+        &self,
+        stream: &str,
+        limit: i64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY version DESC LIMIT $2"
+        ))
+        .bind(stream)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut events = rows
+            .iter()
+            .map(row_to_event)
+            .collect::<Result<Vec<_>, _>>()?;
+        events.reverse();
+        Ok(events)
+    }
+
+    /// The stream's newest event, if any.
+    pub async fn last_event(&self, stream: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        Ok(self.read_stream_tail(stream, 1).await?.pop())
+    }
+
+    /// One event by id.
+    pub async fn get(&self, event_id: Uuid) -> Result<Option<RecordedEvent>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE event_id = $1"
+        ))
+        .bind(event_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_to_event).transpose()
+    }
+
+    /// Up to `limit` events after `from` in gap-safe commit order (see [`ReadPosition`]).
+    ///
+    /// Events of transactions still running anywhere in the cluster are held back until
+    /// they can no longer be preceded by a late commit.
+    pub async fn read_all_after(
+        &self,
+        from: ReadPosition,
+        limit: i64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events \
+             WHERE (tx_id, position) > ($1, $2) \
+               AND tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+             ORDER BY tx_id, position LIMIT $3"
+        ))
+        .bind(from.tx_id)
+        .bind(from.position)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_to_event).collect()
+    }
+}

@@ -1,0 +1,157 @@
+//! Test environments on the real Postgres and NATS: a fresh database and a private
+//! subject prefix and stream per test, so tests run in parallel and repeatedly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::service::{ServiceContext, ServiceError};
+use crate::store::EventStore;
+
+/// Admin URL used to create and drop test databases.
+pub const TEST_ADMIN_URL_ENV: &str = "GHOST_TEST_ADMIN_DATABASE_URL";
+/// Base URL of test databases (the database name is appended).
+const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// NATS URL for tests.
+pub const TEST_NATS_URL_ENV: &str = "GHOST_TEST_NATS_URL";
+
+/// One test's private slice of Postgres and NATS.
+pub struct TestEnv {
+    /// Unique id of this environment.
+    pub id: String,
+    /// The database created for it.
+    pub database: String,
+    /// Configuration pointing at it (repository config files + overrides).
+    pub config: Config,
+    /// The overrides used, as `GHOST_*` variables (to hand to a child `ghost` process).
+    pub vars: Vec<(String, String)>,
+    admin_url: String,
+}
+
+/// The repository's `config/` directory.
+pub fn repo_config_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../config"))
+}
+
+impl TestEnv {
+    /// Creates the database (migrated) and a configuration whose persona model is at
+    /// `llm_base_url`; `extra` overrides come last.
+    pub async fn new(llm_base_url: &str, extra: &[(&str, &str)]) -> TestEnv {
+        let id = Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let admin_url =
+            std::env::var(TEST_ADMIN_URL_ENV).unwrap_or_else(|_| DEFAULT_ADMIN_URL.into());
+        let database = format!("ghost_t_{id}");
+        create_database(&admin_url, &database).await;
+        let db_url = match admin_url.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{database}"),
+            None => panic!("admin url without a database: {admin_url}"),
+        };
+        let nats =
+            std::env::var(TEST_NATS_URL_ENV).unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+        let mut vars: Vec<(String, String)> = vec![
+            ("GHOST_DATABASE__URL".into(), db_url),
+            ("GHOST_DATABASE__MAX_CONNECTIONS".into(), "8".into()),
+            ("GHOST_BUS__URL".into(), nats),
+            ("GHOST_BUS__SUBJECT_PREFIX".into(), format!("t{id}")),
+            ("GHOST_BUS__STREAM_NAME".into(), format!("GHOSTTEST_{id}")),
+            ("GHOST_BUS__STORAGE".into(), "memory".into()),
+            ("GHOST_BUS__ACK_WAIT_SECS".into(), "3".into()),
+            ("GHOST_OUTBOX__RELAY_INTERVAL_MS".into(), "100".into()),
+            ("GHOST_OUTBOX__GRACE_MS".into(), "300".into()),
+            ("GHOST_PROJECTIONS__POLL_INTERVAL_MS".into(), "50".into()),
+            ("GHOST_GATEWAY__LISTEN".into(), "127.0.0.1:0".into()),
+            ("GHOST_LLM__PERSONA__PROVIDER".into(), "ollama".into()),
+            ("GHOST_LLM__PERSONA__BASE_URL".into(), llm_base_url.into()),
+            ("GHOST_LLM__PERSONA__TIMEOUT_SECS".into(), "5".into()),
+            ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
+            ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),
+            ("GHOST_API_TOKEN".into(), "test-token".into()),
+        ];
+        for (k, v) in extra {
+            vars.push(((*k).into(), (*v).into()));
+        }
+        let config = Config::load(&repo_config_dir(), vars.clone())
+            .unwrap_or_else(|e| panic!("test config: {e}"));
+        let env = TestEnv {
+            id,
+            database,
+            config,
+            vars,
+            admin_url,
+        };
+        env.store()
+            .await
+            .migrate()
+            .await
+            .unwrap_or_else(|e| panic!("migrate: {e}"));
+        env
+    }
+
+    /// A fresh store connection to this environment's database.
+    pub async fn store(&self) -> EventStore {
+        EventStore::connect(&self.config.ghost.database.url, 8)
+            .await
+            .unwrap_or_else(|e| panic!("connect store: {e}"))
+    }
+
+    /// A connected service context.
+    pub async fn context(&self, service: &'static str) -> Result<ServiceContext, ServiceError> {
+        ServiceContext::connect(self.config.clone(), service).await
+    }
+
+    /// Drops the database and the streams (best effort).
+    pub async fn cleanup(self) {
+        if let Ok(bus) = crate::bus::Bus::connect(self.config.ghost.bus.clone()).await {
+            let _ = bus.delete_streams().await;
+        }
+        if let Ok(admin) = sqlx::PgPool::connect(&self.admin_url).await {
+            let _ = sqlx::query(&format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.database
+            ))
+            .execute(&admin)
+            .await;
+        }
+    }
+}
+
+async fn create_database(admin_url: &str, name: &str) {
+    let admin = sqlx::PgPool::connect(admin_url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {admin_url}: {e}"));
+    for attempt in 0..10 {
+        match sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+            .execute(&admin)
+            .await
+        {
+            Ok(_) => return,
+            // Concurrent CREATE DATABASE from template1 can collide; try again.
+            Err(e) if attempt < 9 => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(100 * (attempt + 1))).await;
+            }
+            Err(e) => panic!("create database {name}: {e}"),
+        }
+    }
+}
+
+/// Polls `check` every 20 ms until it yields `Some`, or panics after `timeout`
+/// (a generous bound against hangs, not a performance assertion).
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

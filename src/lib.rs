@@ -1,0 +1,10 @@
+//! The `ghost` command's library: starting services (one, or all in one process) and the
+//! operator verbs. The binary in `main.rs` only parses arguments.
+//!
+//! - [`stack`]: start any set of services with their shared connections;
+//! - [`load`]: the pipeline load generator behind `ghost load`.
+
+pub mod load;
+pub mod stack;
+
+pub use stack::{start_stack, ServiceName, Stack};

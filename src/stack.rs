@@ -1,0 +1,120 @@
+//! Starting services. In one process or many, they only talk through NATS and Postgres.
+
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use ghost_shared::config::Config;
+use ghost_shared::projection::Projection;
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+
+/// A service `ghost run` can start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServiceName {
+    /// HTTP front door.
+    Gateway,
+    /// Route decisions and the loop.
+    Router,
+    /// Local-model work.
+    Worker,
+    /// Writes every reply.
+    Persona,
+}
+
+impl ServiceName {
+    /// Every service, in start order (consumers before the front door).
+    pub const ALL: [ServiceName; 4] = [
+        ServiceName::Router,
+        ServiceName::Worker,
+        ServiceName::Persona,
+        ServiceName::Gateway,
+    ];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceName::Gateway => ghost_gateway::SERVICE,
+            ServiceName::Router => ghost_router::SERVICE,
+            ServiceName::Worker => ghost_worker::SERVICE,
+            ServiceName::Persona => ghost_persona::SERVICE,
+        }
+    }
+}
+
+/// Running services and this process's outbox relay.
+pub struct Stack {
+    /// One handle per service.
+    pub services: Vec<ServiceHandle>,
+    /// The relay publishing what a crash left in the outbox.
+    pub relay: tokio::task::JoinHandle<()>,
+    /// The connections the services share.
+    pub ctx: ServiceContext,
+}
+
+impl Stack {
+    /// The gateway's address, if it runs here.
+    pub fn gateway_addr(&self) -> Option<std::net::SocketAddr> {
+        self.services.iter().find_map(|s| s.addr)
+    }
+
+    /// The handle of one service.
+    pub fn service(&self, name: ServiceName) -> Option<&ServiceHandle> {
+        self.services.iter().find(|s| s.service == name.as_str())
+    }
+
+    /// Stops everything at once (as a crash would).
+    pub fn abort(&self) {
+        for s in &self.services {
+            s.abort();
+        }
+        self.relay.abort();
+    }
+
+    /// Waits until any service stops.
+    pub async fn wait(self) {
+        let waits = self.services.into_iter().map(|s| Box::pin(s.wait()));
+        let _ = futures::future::select_all(waits).await;
+    }
+}
+
+/// Connects once and starts `services` on the shared connections.
+pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Stack, ServiceError> {
+    let ctx = ServiceContext::connect(config, "ghost").await?;
+    let relay = ctx.spawn_outbox_relay();
+    let mut handles = Vec::new();
+    for name in services {
+        let sctx = ctx.for_service(name.as_str());
+        let handle = match name {
+            ServiceName::Gateway => ghost_gateway::start(sctx).await,
+            ServiceName::Router => ghost_router::start(sctx).await,
+            ServiceName::Worker => ghost_worker::start(sctx).await,
+            ServiceName::Persona => ghost_persona::start(sctx).await,
+        };
+        match handle {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                for h in &handles {
+                    h.abort();
+                }
+                relay.abort();
+                return Err(e);
+            }
+        }
+    }
+    Ok(Stack {
+        services: handles,
+        relay,
+        ctx,
+    })
+}
+
+/// The projection called `name` (`ghost projections rebuild <name>`).
+pub fn projection_by_name(name: &str) -> Option<Arc<dyn Projection>> {
+    match name {
+        AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
+        _ => None,
+    }
+}
+
+/// Names accepted by [`projection_by_name`].
+pub const PROJECTIONS: [&str; 1] = [AssistantTextProjection::NAME];

@@ -1,0 +1,298 @@
+//! The first path end to end: HTTP → gateway → router → persona → reply, over the real
+//! Postgres and NATS with a fake model.
+
+mod support;
+
+use std::time::Duration;
+
+use ghost_shared::event::EventPayload;
+use ghost_shared::events::{
+    AssistantReplied, RenderFailed, RenderRequested, RouteDecided, UserMessageReceived,
+};
+use ghost_shared::fake_llm::{Failure, Script};
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::testing::eventually;
+use support::{TestApp, TOKEN};
+
+#[tokio::test]
+async fn chat_streams_tokens_and_records_the_turn() {
+    let app = TestApp::spawn(&[]).await;
+    app.llm
+        .push(Script::chunks(vec!["Hel", "lo, ", "I am ", "Kuro."]));
+
+    let events = app.chat("s1", "hi there").await;
+
+    let tokens: Vec<&str> = events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens, ["Hel", "lo, ", "I am ", "Kuro."]);
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done");
+    assert_eq!(done.data["reply_text"], "Hello, I am Kuro.");
+
+    let stored = app.session_events("s1").await;
+    let types: Vec<&str> = stored.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            UserMessageReceived::EVENT_TYPE,
+            RouteDecided::EVENT_TYPE,
+            RenderRequested::EVENT_TYPE,
+            AssistantReplied::EVENT_TYPE
+        ]
+    );
+    let (user, route, render, reply) = (&stored[0], &stored[1], &stored[2], &stored[3]);
+    assert_eq!(done.data["event_id"], reply.event_id.to_string());
+    assert_eq!(user.metadata.causation_id, None);
+    assert_eq!(route.metadata.causation_id, Some(user.event_id));
+    assert_eq!(render.metadata.causation_id, Some(user.event_id));
+    assert_eq!(reply.metadata.causation_id, Some(render.event_id));
+    for e in &stored {
+        assert_eq!(
+            e.metadata.correlation_id, user.event_id,
+            "{} correlates",
+            e.event_type
+        );
+    }
+    assert_eq!(reply.metadata.service, "persona");
+
+    // The persona saw the system prompt and the user's words.
+    let request = &app.llm.requests()[0];
+    assert_eq!(request.last_user_text().as_deref(), Some("hi there"));
+    assert!(request.system_text().unwrap().contains("クロ"));
+
+    let turns = eventually(
+        Duration::from_secs(10),
+        "assistant_text has both turns",
+        || async {
+            let t = AssistantTextProjection::recent(app.store.pool(), "s1", 10)
+                .await
+                .unwrap();
+            (t.len() == 2).then_some(t)
+        },
+    )
+    .await;
+    assert_eq!(
+        (
+            turns[0].role.as_str(),
+            turns[0].text.as_str(),
+            turns[0].source.as_str()
+        ),
+        ("user", "hi there", "http")
+    );
+    assert_eq!(
+        (
+            turns[1].role.as_str(),
+            turns[1].text.as_str(),
+            turns[1].speaker.as_str()
+        ),
+        ("assistant", "Hello, I am Kuro.", "kuro")
+    );
+    assert_eq!(turns[1].event_id, reply.event_id);
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn later_turns_carry_the_conversation() {
+    let app = TestApp::spawn(&[]).await;
+    app.llm.push(Script::reply("first answer"));
+    app.llm.push(Script::reply("second answer"));
+    app.chat("s", "first question").await;
+    app.chat("s", "second question").await;
+    let body = &app.llm.requests()[1].body;
+    let contents: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        &contents[1..],
+        ["first question", "first answer", "second question"]
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
+    let app = TestApp::spawn(&[]).await;
+    app.llm
+        .push(Script::chunks(vec!["slow ", "reply"]).with_delay(Duration::from_millis(800)));
+    app.llm.push(Script::reply("next reply"));
+
+    let first = {
+        let body = serde_json::json!({ "session_id": "busy", "text": "one" }).to_string();
+        let response = app.post_chat_raw(body, Some(TOKEN)).await;
+        assert_eq!(response.status(), 200);
+        tokio::spawn(support::read_sse(response))
+    };
+    // Wait until the first turn is stored, then try again in the same session.
+    eventually(Duration::from_secs(10), "first turn stored", || async {
+        (!app.session_events("busy").await.is_empty()).then_some(())
+    })
+    .await;
+    let second = app
+        .post_chat_raw(
+            serde_json::json!({ "session_id": "busy", "text": "two" }).to_string(),
+            Some(TOKEN),
+        )
+        .await;
+    assert_eq!(second.status(), 409);
+    let body: serde_json::Value = second.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "busy");
+
+    // Another session is not blocked.
+    let other = app.chat("other", "hello").await;
+    assert_eq!(other.last().unwrap().data["reply_text"], "next reply");
+
+    let first = first.await.unwrap();
+    let text: String = first
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "slow reply");
+    assert_eq!(first.last().unwrap().data["reply_text"], "slow reply");
+    // The refused message left no trace.
+    let stored = app.session_events("busy").await;
+    assert_eq!(
+        stored
+            .iter()
+            .filter(|e| e.is::<UserMessageReceived>())
+            .count(),
+        1
+    );
+
+    // Once the turn ended, the session takes messages again.
+    app.llm.push(Script::reply("third"));
+    assert_eq!(
+        app.chat("busy", "three").await.last().unwrap().event,
+        "done"
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_4xx_and_store_nothing() {
+    let app = TestApp::spawn(&[("GHOST_GATEWAY__MAX_BODY_BYTES", "1024")]).await;
+    let cases: Vec<(String, Option<&str>, u16, &str)> = vec![
+        ("{not json".into(), Some(TOKEN), 400, "invalid_json"),
+        (
+            r#"{"text":"hi"}"#.into(),
+            Some(TOKEN),
+            400,
+            "missing_session_id",
+        ),
+        (
+            r#"{"session_id":"s","text":""}"#.into(),
+            Some(TOKEN),
+            400,
+            "empty_text",
+        ),
+        (
+            format!(r#"{{"session_id":"s","text":"{}"}}"#, "x".repeat(2000)),
+            Some(TOKEN),
+            413,
+            "body_too_large",
+        ),
+        (
+            r#"{"session_id":"s","text":"hi"}"#.into(),
+            Some("wrong"),
+            401,
+            "unauthorized",
+        ),
+        (
+            r#"{"session_id":"s","text":"hi"}"#.into(),
+            None,
+            401,
+            "unauthorized",
+        ),
+    ];
+    for (body, token, status, code) in cases {
+        let response = app.post_chat_raw(body.clone(), token).await;
+        assert_eq!(response.status().as_u16(), status, "{code}");
+        let json: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(json["error"]["code"], code);
+        assert!(!json["error"]["message"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(app.event_count().await, 0);
+    assert_eq!(app.llm.request_count(), 0);
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
+    let app = TestApp::spawn(&[("GHOST_LLM__PERSONA__TIMEOUT_SECS", "1")]).await;
+    let cases = [
+        (
+            "http",
+            Script::failing(Failure::Status(500, "boom".into())),
+            "llm_http",
+        ),
+        ("hang", Script::failing(Failure::Hang), "llm_timeout"),
+        (
+            "garbage",
+            Script::failing(Failure::MalformedMidStream),
+            "llm_stream",
+        ),
+    ];
+    for (session, script, code) in cases {
+        app.llm.push(script);
+        let events = app.chat(session, "hello").await;
+        let last = events.last().unwrap();
+        assert_eq!(last.event, "error", "{session}");
+        assert_eq!(last.data["code"], code, "{session}");
+        let stored = app.session_events(session).await;
+        assert!(
+            stored.iter().any(|e| e.is::<RenderFailed>()),
+            "{session}: RenderFailed stored"
+        );
+        assert!(
+            !stored.iter().any(|e| e.is::<AssistantReplied>()),
+            "{session}: no reply stored"
+        );
+    }
+    // The failed turn does not block the session.
+    app.llm.push(Script::reply("recovered"));
+    assert_eq!(
+        app.chat("http", "again").await.last().unwrap().data["reply_text"],
+        "recovered"
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
+    let app = TestApp::spawn(&[]).await;
+    for (session, text) in [("a", "one"), ("b", "two"), ("a", "three")] {
+        app.llm.push(Script::reply(&format!("re: {text}")));
+        app.chat(session, text).await;
+    }
+    let live = eventually(Duration::from_secs(10), "projection caught up", || async {
+        let rows = AssistantTextProjection::all(app.store.pool())
+            .await
+            .unwrap();
+        (rows.len() == 6).then_some(rows)
+    })
+    .await;
+    // Rebuild with the operator command, as a separate process.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
+        .args(["projections", "rebuild", "assistant_text"])
+        .env("GHOST_CONFIG_DIR", ghost_shared::testing::repo_config_dir())
+        .envs(app.env.vars.iter().cloned())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rebuilt = AssistantTextProjection::all(app.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(rebuilt, live);
+    app.cleanup().await;
+}

@@ -1,0 +1,189 @@
+//! `spawn_app` for end-to-end tests: a private database and NATS prefix, a fake model, and
+//! Ghost's services in this process (or as `ghost` child processes).
+
+#![allow(dead_code)] // each test file uses its own part of the support
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures::StreamExt;
+use ghost::stack::{start_stack, ServiceName, Stack};
+use ghost_shared::event::session_stream;
+use ghost_shared::event::RecordedEvent;
+use ghost_shared::fake_llm::FakeLlm;
+use ghost_shared::store::EventStore;
+use ghost_shared::testing::{repo_config_dir, TestEnv};
+use serde_json::Value;
+
+/// The bearer token test environments configure.
+pub const TOKEN: &str = "test-token";
+
+/// A running Ghost under test.
+pub struct TestApp {
+    /// Database, prefix, configuration.
+    pub env: TestEnv,
+    /// The fake model every role talks to.
+    pub llm: FakeLlm,
+    /// Services running in this process.
+    pub stack: Stack,
+    /// Base URL of the gateway.
+    pub base_url: String,
+    /// HTTP client.
+    pub http: reqwest::Client,
+    /// Store handle for assertions.
+    pub store: EventStore,
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    /// `event:` field.
+    pub event: String,
+    /// `data:` parsed as JSON.
+    pub data: Value,
+}
+
+impl TestApp {
+    /// Every service in-process, with `extra` configuration overrides.
+    pub async fn spawn(extra: &[(&str, &str)]) -> TestApp {
+        Self::spawn_services(&ServiceName::ALL, extra).await
+    }
+
+    /// Only `services` in-process (others may run as child processes).
+    pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> TestApp {
+        let llm = FakeLlm::start().await.expect("fake llm");
+        let env = TestEnv::new(&llm.base_url(), extra).await;
+        let store = env.store().await;
+        let stack = start_stack(env.config.clone(), services)
+            .await
+            .expect("start services");
+        let base_url = stack
+            .gateway_addr()
+            .map(|a| format!("http://{a}"))
+            .unwrap_or_default();
+        TestApp {
+            env,
+            llm,
+            stack,
+            base_url,
+            http: reqwest::Client::new(),
+            store,
+        }
+    }
+
+    /// `POST /api/chat` with a raw body and token; the response as is.
+    pub async fn post_chat_raw(
+        &self,
+        body: impl Into<reqwest::Body>,
+        token: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self
+            .http
+            .post(format!("{}/api/chat", self.base_url))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.expect("request")
+    }
+
+    /// A chat turn; all SSE events until the stream closes.
+    pub async fn chat(&self, session: &str, text: &str) -> Vec<SseEvent> {
+        let body = serde_json::json!({ "session_id": session, "text": text }).to_string();
+        let response = self.post_chat_raw(body, Some(TOKEN)).await;
+        assert_eq!(
+            response.status(),
+            200,
+            "chat answered {}",
+            response.status()
+        );
+        read_sse(response).await
+    }
+
+    /// Events of a session's stream.
+    pub async fn session_events(&self, session: &str) -> Vec<RecordedEvent> {
+        self.store
+            .read_stream(&session_stream(session), 0)
+            .await
+            .expect("read stream")
+    }
+
+    /// How many events the store holds.
+    pub async fn event_count(&self) -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM events")
+            .fetch_one(self.store.pool())
+            .await
+            .expect("count")
+    }
+
+    /// Starts `ghost run <service>` as a child process on this environment, with extra env.
+    pub fn spawn_child(&self, service: &str, extra_env: &[(&str, &str)]) -> tokio::process::Child {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"));
+        cmd.arg("run").arg(service);
+        cmd.env_clear();
+        for key in ["PATH", "HOME"] {
+            if let Ok(v) = std::env::var(key) {
+                cmd.env(key, v);
+            }
+        }
+        cmd.env("RUST_LOG", "warn");
+        cmd.env("GHOST_CONFIG_DIR", repo_config_dir());
+        for (k, v) in &self.env.vars {
+            cmd.env(k, v);
+        }
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null()).kill_on_drop(true);
+        cmd.spawn().expect("spawn ghost")
+    }
+
+    /// Stops the services and removes the database and streams.
+    pub async fn cleanup(self) {
+        self.stack.abort();
+        self.env.cleanup().await;
+    }
+}
+
+/// Reads a whole SSE response.
+pub async fn read_sse(response: reqwest::Response) -> Vec<SseEvent> {
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    let mut body = response.bytes_stream();
+    let read = async {
+        while let Some(chunk) = body.next().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk.expect("body chunk")));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                if let Some(e) = parse_block(&block) {
+                    let last = e.event == "done" || e.event == "error";
+                    events.push(e);
+                    if last {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("SSE stream ended in time");
+    events
+}
+
+fn parse_block(block: &str) -> Option<SseEvent> {
+    let mut event = None;
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            event = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("data:") {
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    Some(SseEvent {
+        event: event?,
+        data: serde_json::from_str(&data).ok()?,
+    })
+}
