@@ -218,7 +218,7 @@ async fn bad_requests_get_clear_4xx_and_store_nothing() {
         assert!(!json["error"]["message"].as_str().unwrap().is_empty());
     }
     assert_eq!(app.event_count().await, 0);
-    assert_eq!(app.llm.request_count(), 0);
+    assert_eq!(app.model_calls(), 0);
     app.cleanup().await;
 }
 

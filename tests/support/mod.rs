@@ -101,6 +101,15 @@ impl TestApp {
         read_sse(response).await
     }
 
+    /// How many chat completions the fake model served (health probes excluded).
+    pub fn model_calls(&self) -> usize {
+        self.llm
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/api/chat" || r.path.ends_with("/chat/completions"))
+            .count()
+    }
+
     /// Events of a session's stream.
     pub async fn session_events(&self, session: &str) -> Vec<RecordedEvent> {
         self.store

@@ -213,6 +213,7 @@ impl EventHandler for Renderer {
                 (e, message)
             }
         };
+        ghost_shared::fault::point("persona.before_append");
         self.ctx
             .log
             .append(&stream, ExpectedVersion::Any, &[new_event])

@@ -1,0 +1,276 @@
+//! Publishing and consuming over the real NATS JetStream.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::event::{EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::event_log::{relay_once, EventLog};
+use ghost_shared::events::{Channel, UserMessageReceived};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::store::ExpectedVersion;
+use ghost_shared::testing::{eventually, TestEnv};
+use uuid::Uuid;
+
+fn message(text: &str) -> NewEvent {
+    let id = Uuid::new_v4();
+    let payload = UserMessageReceived {
+        session_id: "s".into(),
+        channel: Channel::Http,
+        speaker: "user".into(),
+        text: text.into(),
+        external_id: None,
+    };
+    let metadata = EventMetadata {
+        correlation_id: id,
+        causation_id: None,
+        traceparent: None,
+        tracestate: None,
+        service: "test".into(),
+    };
+    NewEvent::new(id, &payload, metadata).unwrap()
+}
+
+/// Records what it handled; fails as told by the message text.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<(String, Uuid)>>,
+    dead: Mutex<Vec<String>>,
+    attempts: Mutex<HashMap<Uuid, u32>>,
+    name: String,
+}
+
+impl Recorder {
+    fn named(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.into(),
+            ..Default::default()
+        })
+    }
+    fn handled(&self) -> Vec<(String, Uuid)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Recorder {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let text = event.payload["text"].as_str().unwrap_or("").to_owned();
+        let attempt = {
+            let mut a = self.attempts.lock().unwrap();
+            let n = a.entry(event.event_id).or_default();
+            *n += 1;
+            *n
+        };
+        match text.as_str() {
+            "flaky" if attempt < 3 => return Err(HandlerError::transient("not yet")),
+            "always-fails" => return Err(HandlerError::transient("never")),
+            "poison" => return Err(HandlerError::permanent("cannot ever work")),
+            _ => {}
+        }
+        self.seen
+            .lock()
+            .unwrap()
+            .push((self.name.clone(), event.event_id));
+        Ok(())
+    }
+
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        let what = event.map_or("undecodable".to_owned(), |e| {
+            e.payload["text"].as_str().unwrap_or("").to_owned()
+        });
+        self.dead.lock().unwrap().push(format!("{what}: {reason}"));
+    }
+}
+
+async fn context(env: &TestEnv) -> ServiceContext {
+    env.context("test").await.unwrap()
+}
+
+#[tokio::test]
+async fn two_instances_share_the_work_and_never_both_handle_a_message() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = context(&env).await;
+    let spec = ConsumerSpec::new("svc", "UserMessageReceived");
+    let a = Recorder::named("a");
+    let b = Recorder::named("b");
+    let ta = tokio::spawn(run_consumer(ctx.bus().clone(), spec.clone(), a.clone()));
+    let tb = tokio::spawn(run_consumer(ctx.bus().clone(), spec, b.clone()));
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        let e = message(&i.to_string());
+        ids.push(e.event_id);
+        ctx.log
+            .append(&format!("session-{}", i % 7), ExpectedVersion::Any, &[e])
+            .await
+            .unwrap();
+    }
+    eventually(Duration::from_secs(20), "all handled", || async {
+        (a.handled().len() + b.handled().len() >= 200).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut all: Vec<Uuid> = a
+        .handled()
+        .into_iter()
+        .chain(b.handled())
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(all.len(), 200, "each message handled exactly once");
+    all.sort();
+    ids.sort();
+    assert_eq!(all, ids);
+    assert!(
+        !a.handled().is_empty() && !b.handled().is_empty(),
+        "both instances took work"
+    );
+    ta.abort();
+    tb.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn transient_failures_are_redelivered_and_poison_goes_to_the_dead_letter_subject() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[("GHOST_BUS__MAX_DELIVER", "3")]).await;
+    let ctx = context(&env).await;
+    let bus = ctx.bus().clone();
+    let dlq_subject = bus.dead_letter_subject("svc_UserMessageReceived");
+    let mut dlq = bus.client().subscribe(dlq_subject).await.unwrap();
+    let handler = Recorder::named("r");
+    let task = tokio::spawn(run_consumer(
+        bus.clone(),
+        ConsumerSpec::new("svc", "UserMessageReceived"),
+        handler.clone(),
+    ));
+
+    let flaky = message("flaky");
+    let flaky_id = flaky.event_id;
+    for e in [flaky, message("always-fails"), message("poison")] {
+        ctx.log
+            .append("session-s", ExpectedVersion::Any, &[e])
+            .await
+            .unwrap();
+    }
+    // A message that is not an event at all.
+    bus.jetstream()
+        .publish(
+            format!(
+                "{}.evt.session.UserMessageReceived",
+                bus.config().subject_prefix
+            ),
+            "not json".into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+
+    let mut reasons = Vec::new();
+    for _ in 0..3 {
+        let m = tokio::time::timeout(Duration::from_secs(30), dlq.next())
+            .await
+            .expect("dead letter")
+            .unwrap();
+        let reason = m
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Ghost-Dead-Letter-Reason"))
+            .map(|v| v.to_string())
+            .unwrap();
+        reasons.push(reason);
+    }
+    reasons.sort();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("permanent: cannot ever work")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.starts_with("transient: never")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.starts_with("undecodable event")),
+        "{reasons:?}"
+    );
+
+    let handled = handler.handled();
+    assert_eq!(
+        handled.iter().map(|(_, id)| *id).collect::<Vec<_>>(),
+        [flaky_id],
+        "flaky succeeded on its third delivery"
+    );
+    assert_eq!(
+        handler.attempts.lock().unwrap().values().copied().max(),
+        Some(3),
+        "bounded by max_deliver"
+    );
+    assert_eq!(
+        handler.dead.lock().unwrap().len(),
+        3,
+        "the service was told about each"
+    );
+    task.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_commit_whose_publish_was_lost_is_relayed_and_delivered_once() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = context(&env).await;
+    let handler = Recorder::named("r");
+    let task = tokio::spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new("svc", "UserMessageReceived"),
+        handler.clone(),
+    ));
+
+    // Committed straight to the store, as if the process died before publishing.
+    let event = message("orphan");
+    let id = event.event_id;
+    ctx.store()
+        .append("session-s", ExpectedVersion::Any, &[event.clone()])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(handler.handled().is_empty(), "not published yet");
+
+    // The relay publishes it (twice, to show the copy is dropped).
+    assert_eq!(
+        relay_once(ctx.store(), ctx.bus(), Duration::ZERO)
+            .await
+            .unwrap(),
+        1
+    );
+    let stored = ctx.store().get(id).await.unwrap().unwrap();
+    ctx.bus().publish_event(&stored).await.unwrap();
+    eventually(Duration::from_secs(10), "delivered", || async {
+        (!handler.handled().is_empty()).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(handler.handled().len(), 1, "delivered once");
+    assert_eq!(
+        relay_once(ctx.store(), ctx.bus(), Duration::ZERO)
+            .await
+            .unwrap(),
+        0,
+        "outbox empty"
+    );
+
+    // A replayed append of the same step publishes nothing new either.
+    let log = EventLog::new(ctx.store().clone(), ctx.bus().clone());
+    assert!(
+        log.append("session-s", ExpectedVersion::Any, &[event])
+            .await
+            .unwrap()
+            .duplicate
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(handler.handled().len(), 1);
+    task.abort();
+    env.cleanup().await;
+}

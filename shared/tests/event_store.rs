@@ -1,0 +1,251 @@
+//! The event store against the real Postgres.
+
+use ghost_shared::event::{EventMetadata, NewEvent};
+use ghost_shared::events::{Channel, UserMessageReceived};
+use ghost_shared::ids::derive_event_id;
+use ghost_shared::store::{ExpectedVersion, ReadPosition, StoreError};
+use std::time::Duration;
+
+use ghost_shared::testing::{eventually, TestEnv};
+use uuid::Uuid;
+
+fn message(id: Uuid, text: &str) -> NewEvent {
+    let payload = UserMessageReceived {
+        session_id: "s".into(),
+        channel: Channel::Http,
+        speaker: "user".into(),
+        text: text.into(),
+        external_id: None,
+    };
+    let metadata = EventMetadata {
+        correlation_id: id,
+        causation_id: None,
+        traceparent: None,
+        tracestate: None,
+        service: "test".into(),
+    };
+    NewEvent::new(id, &payload, metadata).unwrap()
+}
+
+#[tokio::test]
+async fn append_assigns_versions_and_enforces_expected_version() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let a = store
+        .append(
+            "session-s",
+            ExpectedVersion::NoStream,
+            &[message(Uuid::new_v4(), "a")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.events[0].version, 1);
+    let b = store
+        .append(
+            "session-s",
+            ExpectedVersion::Exact(1),
+            &[message(Uuid::new_v4(), "b"), message(Uuid::new_v4(), "c")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        b.events.iter().map(|e| e.version).collect::<Vec<_>>(),
+        [2, 3]
+    );
+
+    let stale = store
+        .append(
+            "session-s",
+            ExpectedVersion::Exact(1),
+            &[message(Uuid::new_v4(), "d")],
+        )
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { actual: 3, .. })),
+        "{stale:?}"
+    );
+    let exists = store
+        .append(
+            "session-s",
+            ExpectedVersion::NoStream,
+            &[message(Uuid::new_v4(), "e")],
+        )
+        .await;
+    assert!(matches!(exists, Err(StoreError::Conflict { .. })));
+    assert!(matches!(
+        store.append("session-s", ExpectedVersion::Any, &[]).await,
+        Err(StoreError::Empty)
+    ));
+
+    let texts: Vec<String> = store
+        .read_stream("session-s", 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.payload["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts, ["a", "b", "c"]);
+    assert_eq!(store.read_stream("session-s", 2).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .last_event("session-s")
+            .await
+            .unwrap()
+            .unwrap()
+            .version,
+        3
+    );
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_replayed_step_appends_nothing() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let id = derive_event_id(Uuid::new_v4(), "step");
+    let first = store
+        .append("session-s", ExpectedVersion::Any, &[message(id, "once")])
+        .await
+        .unwrap();
+    assert!(!first.duplicate);
+    let again = store
+        .append("session-s", ExpectedVersion::Any, &[message(id, "once")])
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.events, first.events);
+    // Even with a stale expected version, a replay is recognised as such.
+    let replay = store
+        .append(
+            "session-s",
+            ExpectedVersion::NoStream,
+            &[message(id, "once")],
+        )
+        .await
+        .unwrap();
+    assert!(replay.duplicate);
+    assert_eq!(store.stream_version("session-s").await.unwrap(), 1);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn concurrent_appends_to_one_stream_never_share_a_version() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .append(
+                        "session-race",
+                        ExpectedVersion::Any,
+                        &[message(Uuid::new_v4(), &i.to_string())],
+                    )
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let versions: Vec<i32> = store
+        .read_stream("session-race", 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(versions, (1..=20).collect::<Vec<_>>());
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn events_are_immutable() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    store
+        .append(
+            "session-s",
+            ExpectedVersion::Any,
+            &[message(Uuid::new_v4(), "x")],
+        )
+        .await
+        .unwrap();
+    assert!(sqlx::query("UPDATE events SET stream = 'other'")
+        .execute(store.pool())
+        .await
+        .is_err());
+    assert!(sqlx::query("DELETE FROM events")
+        .execute(store.pool())
+        .await
+        .is_err());
+    env.cleanup().await;
+}
+
+/// A transaction that took a lower position but commits later must not be skipped.
+#[tokio::test]
+async fn reading_after_a_position_never_skips_a_late_commit() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let insert = "INSERT INTO events (event_id, stream, version, event_type, payload, metadata) \
+                  VALUES ($1, $2, 1, 'Test', '{}', '{\"correlation_id\":\"00000000-0000-0000-0000-000000000000\",\"service\":\"t\"}') \
+                  RETURNING position";
+    let mut early = store.pool().begin().await.unwrap();
+    let low: i64 = sqlx::query_scalar(insert)
+        .bind(Uuid::new_v4())
+        .bind("early")
+        .fetch_one(&mut *early)
+        .await
+        .unwrap();
+    let mut late = store.pool().begin().await.unwrap();
+    let high: i64 = sqlx::query_scalar(insert)
+        .bind(Uuid::new_v4())
+        .bind("late")
+        .fetch_one(&mut *late)
+        .await
+        .unwrap();
+    assert!(low < high);
+    late.commit().await.unwrap();
+
+    // The higher position is committed, but a lower one may still come: hold it back.
+    let seen = store
+        .read_all_after(ReadPosition::START, 100)
+        .await
+        .unwrap();
+    assert!(
+        seen.is_empty(),
+        "read {:?} while position {low} was still open",
+        seen.iter().map(|e| e.position).collect::<Vec<_>>()
+    );
+
+    early.commit().await.unwrap();
+    // Other tests' transactions elsewhere in the cluster may hold the horizon briefly.
+    let seen = eventually(Duration::from_secs(10), "both events readable", || async {
+        let seen = store
+            .read_all_after(ReadPosition::START, 100)
+            .await
+            .unwrap();
+        (seen.len() == 2).then_some(seen)
+    })
+    .await;
+    assert_eq!(
+        seen.iter().map(|e| e.position).collect::<Vec<_>>(),
+        [low, high]
+    );
+    // Resuming from the last one read yields nothing more; from the first, the second.
+    assert!(store
+        .read_all_after(ReadPosition::of(&seen[1]), 100)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store
+            .read_all_after(ReadPosition::of(&seen[0]), 100)
+            .await
+            .unwrap()[0]
+            .position,
+        high
+    );
+    env.cleanup().await;
+}

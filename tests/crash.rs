@@ -1,0 +1,152 @@
+//! Crash safety with real processes: a `ghost run <service>` child aborts at the worst
+//! moment (armed with GHOST_FAULTS), a fresh one takes over, and the turn completes exactly
+//! once.
+
+mod support;
+
+use std::time::Duration;
+
+use ghost::stack::ServiceName;
+use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided};
+use ghost_shared::fake_llm::Script;
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::testing::eventually;
+use support::{read_sse, TestApp, TOKEN};
+
+async fn wait_for_crash(child: &mut tokio::process::Child) {
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the armed process crashes")
+        .unwrap();
+    assert!(!status.success(), "the fault point aborted the process");
+}
+
+fn start_chat(
+    app: &TestApp,
+    session: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<Vec<support::SseEvent>> {
+    let body = serde_json::json!({ "session_id": session, "text": text }).to_string();
+    let request = app
+        .http
+        .post(format!("{}/api/chat", app.base_url))
+        .bearer_auth(TOKEN)
+        .body(body);
+    tokio::spawn(async move { read_sse(request.send().await.unwrap()).await })
+}
+
+#[tokio::test]
+async fn persona_killed_after_storing_the_reply_but_before_the_ack_replies_once() {
+    let app = TestApp::spawn_services(&[ServiceName::Router, ServiceName::Gateway], &[]).await;
+    app.llm.push(Script::reply("only once"));
+    let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "persona.after_append")]);
+    let client = start_chat(&app, "c1", "hello");
+    wait_for_crash(&mut doomed).await;
+
+    // The reply was committed before the crash; the request was never acked.
+    let replies = |app: &TestApp| {
+        let store = app.store.clone();
+        async move {
+            let events = store.read_stream("session-c1", 0).await.unwrap();
+            events.iter().filter(|e| e.is::<AssistantReplied>()).count()
+        }
+    };
+    assert_eq!(replies(&app).await, 1);
+
+    let _successor = app.spawn_child("persona", &[]);
+    let events = client.await.unwrap();
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done");
+    assert_eq!(done.data["reply_text"], "only once");
+
+    // The successor got the redelivery (the consumer's ack wait is 3 s in tests) and
+    // found the stored reply instead of rendering again.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(replies(&app).await, 1, "no second reply");
+    assert_eq!(app.model_calls(), 1, "the model was asked once");
+    let turns = eventually(
+        Duration::from_secs(15),
+        "re-query shows the reply",
+        || async {
+            let t = AssistantTextProjection::recent(app.store.pool(), "c1", 10)
+                .await
+                .unwrap();
+            (t.len() == 2).then_some(t)
+        },
+    )
+    .await;
+    assert_eq!(turns[1].text, "only once");
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn persona_killed_mid_render_renders_again_and_replies_once() {
+    let app = TestApp::spawn_services(&[ServiceName::Router, ServiceName::Gateway], &[]).await;
+    app.llm.push(Script::reply("first try is lost"));
+    app.llm.push(Script::reply("second try"));
+    let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "persona.before_append")]);
+    let client = start_chat(&app, "c2", "hello");
+    wait_for_crash(&mut doomed).await;
+    assert_eq!(
+        app.session_events("c2")
+            .await
+            .iter()
+            .filter(|e| e.is::<AssistantReplied>())
+            .count(),
+        0
+    );
+
+    let _successor = app.spawn_child("persona", &[]);
+    let events = client.await.unwrap();
+    assert_eq!(events.last().unwrap().data["reply_text"], "second try");
+    let stored = app.session_events("c2").await;
+    assert_eq!(
+        stored.iter().filter(|e| e.is::<AssistantReplied>()).count(),
+        1
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn router_killed_between_commit_and_publish_still_reaches_the_persona_once() {
+    let app = TestApp::spawn_services(&[ServiceName::Persona, ServiceName::Gateway], &[]).await;
+    app.llm.push(Script::reply("made it"));
+    let mut doomed = app.spawn_child("router", &[("GHOST_FAULTS", "store.after_commit")]);
+    let client = start_chat(&app, "c3", "hello");
+    wait_for_crash(&mut doomed).await;
+
+    // Committed, never published.
+    let stored = app.session_events("c3").await;
+    assert_eq!(
+        stored.iter().filter(|e| e.is::<RenderRequested>()).count(),
+        1
+    );
+    let unpublished: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(app.store.pool())
+        .await
+        .unwrap();
+    assert!(unpublished >= 2, "route and render wait in the outbox");
+
+    // A new router's relay publishes the outbox; its redelivered input appends nothing new.
+    let _successor = app.spawn_child("router", &[]);
+    let events = client.await.unwrap();
+    assert_eq!(events.last().unwrap().data["reply_text"], "made it");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stored = app.session_events("c3").await;
+    assert_eq!(stored.iter().filter(|e| e.is::<RouteDecided>()).count(), 1);
+    assert_eq!(
+        stored.iter().filter(|e| e.is::<RenderRequested>()).count(),
+        1
+    );
+    assert_eq!(
+        stored.iter().filter(|e| e.is::<AssistantReplied>()).count(),
+        1
+    );
+    assert_eq!(app.model_calls(), 1, "the persona handled the request once");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(app.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "nothing committed stays unpublished");
+    app.cleanup().await;
+}
