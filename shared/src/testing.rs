@@ -13,7 +13,7 @@ use crate::store::EventStore;
 /// Admin URL used to create and drop test databases.
 pub const TEST_ADMIN_URL_ENV: &str = "GHOST_TEST_ADMIN_DATABASE_URL";
 /// Base URL of test databases (the database name is appended).
-const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const DEFAULT_ADMIN_URL: &str = "postgres://ghost:ghost@127.0.0.1:5432/ghost";
 /// NATS URL for tests.
 pub const TEST_NATS_URL_ENV: &str = "GHOST_TEST_NATS_URL";
 

@@ -232,7 +232,11 @@ async fn a_commit_whose_publish_was_lost_is_relayed_and_delivered_once() {
     let event = message("orphan");
     let id = event.event_id;
     ctx.store()
-        .append("session-s", ExpectedVersion::Any, &[event.clone()])
+        .append(
+            "session-s",
+            ExpectedVersion::Any,
+            std::slice::from_ref(&event),
+        )
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -239,7 +239,7 @@ async fn stored_outcome(state: &AppState, user_event: &RecordedEvent) -> Option<
         .ok()?;
     events.iter().find_map(|e| {
         if let Ok(r) = e.decode::<AssistantReplied>() {
-            (r.user_event_id == user_event.event_id).then(|| TurnStreamMessage::Done {
+            (r.user_event_id == user_event.event_id).then_some(TurnStreamMessage::Done {
                 event_id: e.event_id,
                 reply_text: r.text,
             })

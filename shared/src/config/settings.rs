@@ -44,7 +44,7 @@ pub struct DatabaseSettings {
 impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
-            url: "postgres://postgres@127.0.0.1:5432/ghost".into(),
+            url: "postgres://ghost:ghost@127.0.0.1:5432/ghost".into(),
             max_connections: 16,
         }
     }
