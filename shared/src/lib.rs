@@ -13,6 +13,7 @@
 //! - [`service`]: the context every service runs with;
 //! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments.
 
+pub mod affect;
 pub mod bus;
 pub mod config;
 pub mod event;
@@ -22,6 +23,7 @@ pub mod fake_llm;
 pub mod fault;
 pub mod ids;
 pub mod llm;
+pub mod net;
 pub mod projection;
 pub mod projections;
 pub mod service;

@@ -9,9 +9,12 @@ pub mod auth;
 pub mod chat;
 pub mod error;
 pub mod health;
+pub mod line;
 pub mod sessions;
+pub mod slack;
 
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -62,6 +65,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         api_token,
         llm,
     });
+    let listener = listener.tap_io(ghost_shared::net::set_nodelay);
     handle.spawn(async move { axum::serve(listener, app).await });
     Ok(handle)
 }

@@ -4,6 +4,7 @@
 //! - [`prompt`]: the system prompt template;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request).
 
+pub mod next_speaker;
 pub mod prompt;
 pub mod render;
 

@@ -3,7 +3,11 @@
 //! For now every message takes the CHAT route (the persona answers directly); routing by
 //! command, rule dictionary and classifier lands with the routing capability.
 //!
-//! - [`ChatRouter`]: the `UserMessageReceived` handler.
+//! - [`ChatRouter`]: the `UserMessageReceived` handler;
+//! - [`routing`]: commands, the rule dictionary, classifier validation, gates, the loop
+//!   controller, declarations and masking (pure decisions, not yet wired in).
+
+pub mod routing;
 
 use std::sync::Arc;
 

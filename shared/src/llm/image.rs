@@ -16,6 +16,9 @@ pub(crate) const URL_TYPE_REMOTE: &str = "remote_url";
 /// `url_type` of a URL with any other scheme (always dropped).
 pub(crate) const URL_TYPE_UNKNOWN: &str = "unknown";
 
+/// Largest local image inlined (bigger files are dropped rather than bloating the request).
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
 /// An image that survived resolution: the URL to put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ResolvedImage {
@@ -130,6 +133,11 @@ async fn from_file(path: &Path) -> Resolution {
         url: String::new(),
         drop_reason: Some(reason),
     };
+    if let Ok(meta) = tokio::fs::metadata(path).await {
+        if meta.len() > MAX_IMAGE_BYTES {
+            return dropped("file_too_large");
+        }
+    }
     let bytes = match tokio::fs::read(path).await {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return dropped("file_not_found"),
@@ -275,7 +283,7 @@ mod tests {
 
     #[tokio::test]
     async fn file_without_known_type_is_dropped() {
-        let dir = std::env::temp_dir().join(format!("scratch-llm-img-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ghost-llm-img-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join("blob.bin");
         std::fs::write(&path, b"not an image").unwrap();

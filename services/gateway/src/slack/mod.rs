@@ -1,0 +1,28 @@
+//! Slack Events API and Web API: request signature, event types, turn classification and
+//! `chat.postMessage` replies.
+//!
+//! Exactly-once shape: inbound, a turn's durable dedup key is the message identity
+//! (`channel` + `ts`), which absorbs both Slack's retries and the `app_mention`/`message`
+//! double delivery of one mention; outbound, `post` retries only when Slack certainly did not
+//! post, because `chat.postMessage` has no idempotency key.
+
+pub mod classify;
+pub mod events;
+pub mod post;
+pub mod signature;
+
+pub use classify::{
+    classify, event_dedup_key, message_dedup_key, strip_bot_mention, SlackAction,
+    SlackIgnoreReason, SlackTurn, Trigger,
+};
+pub use events::{
+    parse_retry_num, Envelope, EventCallback, InnerEvent, MessageEvent, RETRY_NUM_HEADER,
+    RETRY_REASON_HEADER,
+};
+pub use post::{
+    post_message_body, retry_after_delay, PostBuildError, PostDecision, PostMessage, PostOutcome,
+    PostRetryPolicy, MAX_TEXT_CHARS, POST_MESSAGE_PATH,
+};
+pub use signature::{
+    verify_signature, SignatureError, DEFAULT_WINDOW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+};

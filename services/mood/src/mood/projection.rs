@@ -1,0 +1,284 @@
+//! The incremental mood projection kept by the mood service.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::compute::{evaluate, prepare, Prepared};
+use super::constants::{ConstantsError, MoodConstants};
+use super::episode::{Episode, EpisodeError};
+use super::state::MoodState;
+
+/// The newest `max_episodes` labelled episodes, kept sorted by time with their `now`-independent
+/// factors precomputed, so that [`apply`](Self::apply) is O(1) for in-order arrivals and
+/// [`state_at`](Self::state_at) costs one `exp` per episode.
+///
+/// For episodes applied in slice order it gives exactly [`mood_at`](super::mood_at)`(slice, …)`
+/// (same window, same summation order). Serializes as `{"constants": …, "episodes": [...]}`
+/// (oldest first) for checkpoints; deserializing validates everything again.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "ProjectionRepr")]
+pub struct MoodProjection {
+    /// Constants the prepared factors were computed with.
+    constants: MoodConstants,
+    /// Episodes oldest first (by `at`; equal `at` in arrival order).
+    episodes: VecDeque<Episode>,
+    /// Parallel to `episodes`: the read-side form.
+    prepared: VecDeque<Prepared>,
+}
+
+/// Checkpoint form of [`MoodProjection`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectionRepr {
+    constants: MoodConstants,
+    episodes: Vec<Episode>,
+}
+
+/// Why a projection could not be built or restored.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProjectionError {
+    /// The constants are invalid.
+    #[error(transparent)]
+    Constants(#[from] ConstantsError),
+    /// A checkpointed episode is invalid.
+    #[error("episode #{index}: {source}")]
+    Episode {
+        /// Position in the restored list.
+        index: usize,
+        /// What is wrong with it.
+        #[source]
+        source: EpisodeError,
+    },
+}
+
+impl TryFrom<ProjectionRepr> for MoodProjection {
+    type Error = ProjectionError;
+
+    fn try_from(repr: ProjectionRepr) -> Result<Self, Self::Error> {
+        Self::restore(repr.constants, repr.episodes)
+    }
+}
+
+impl Serialize for MoodProjection {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Repr<'a> {
+            constants: &'a MoodConstants,
+            episodes: &'a VecDeque<Episode>,
+        }
+        Repr {
+            constants: &self.constants,
+            episodes: &self.episodes,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl MoodProjection {
+    /// An empty projection.
+    pub fn new(constants: MoodConstants) -> Result<Self, ConstantsError> {
+        constants.validate()?;
+        Ok(MoodProjection {
+            constants,
+            episodes: VecDeque::with_capacity(constants.max_episodes.min(4096)),
+            prepared: VecDeque::with_capacity(constants.max_episodes.min(4096)),
+        })
+    }
+
+    /// Rebuilds a projection from episodes (any order; applied in the given order).
+    pub fn restore(
+        constants: MoodConstants,
+        episodes: impl IntoIterator<Item = Episode>,
+    ) -> Result<Self, ProjectionError> {
+        let mut projection = Self::new(constants)?;
+        for (index, episode) in episodes.into_iter().enumerate() {
+            projection
+                .apply(episode)
+                .map_err(|source| ProjectionError::Episode { index, source })?;
+        }
+        Ok(projection)
+    }
+
+    /// Adds one labelled episode; returns whether it is inside the window.
+    ///
+    /// An episode older than every episode of a full window is dropped (`Ok(false)`); otherwise
+    /// the oldest episode leaves when the window overflows. Equal `at` counts later arrivals as
+    /// newer, like the stable sort of [`mood_at`](super::mood_at).
+    pub fn apply(&mut self, episode: Episode) -> Result<bool, EpisodeError> {
+        episode.validate()?;
+        let prepared = prepare(&episode, &self.constants);
+        // Usually the newest: `partition_point` then returns `len` and the insert is a push.
+        let pos = self.prepared.partition_point(|p| p.at <= episode.at);
+        if pos == 0 && self.episodes.len() >= self.constants.max_episodes {
+            return Ok(false);
+        }
+        self.episodes.insert(pos, episode);
+        self.prepared.insert(pos, prepared);
+        while self.episodes.len() > self.constants.max_episodes {
+            self.episodes.pop_front();
+            self.prepared.pop_front();
+        }
+        Ok(true)
+    }
+
+    /// The mood at `now` (Unix seconds; callers pass a finite clock value).
+    pub fn state_at(&self, now: f64) -> MoodState {
+        evaluate(self.prepared.iter().rev(), now, &self.constants)
+    }
+
+    /// Replaces the constants, recomputing the precomputed factors; a smaller `max_episodes`
+    /// drops the oldest episodes (a larger one cannot bring dropped ones back).
+    pub fn set_constants(&mut self, constants: MoodConstants) -> Result<(), ConstantsError> {
+        constants.validate()?;
+        self.constants = constants;
+        while self.episodes.len() > constants.max_episodes {
+            self.episodes.pop_front();
+        }
+        self.prepared = self
+            .episodes
+            .iter()
+            .map(|e| prepare(e, &constants))
+            .collect();
+        Ok(())
+    }
+
+    /// The constants in use.
+    pub fn constants(&self) -> &MoodConstants {
+        &self.constants
+    }
+
+    /// The episodes in the window, oldest first.
+    pub fn episodes(&self) -> impl ExactSizeIterator<Item = &Episode> + '_ {
+        self.episodes.iter()
+    }
+
+    /// Number of episodes in the window.
+    pub fn len(&self) -> usize {
+        self.episodes.len()
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.episodes.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mood::mood_at;
+    use ghost_shared::affect::{AffectLabel, ResponsePolicy};
+
+    const NOW: f64 = 1_760_000_000.0;
+
+    fn ep(at: f64, label: AffectLabel, policy: bool) -> Episode {
+        Episode {
+            at,
+            label,
+            intensity: 0.4 + (at % 7.0) / 20.0,
+            salience: (at % 11.0) / 10.0,
+            confidence: if at % 3.0 == 0.0 { None } else { Some(0.8) },
+            policy: policy.then_some(ResponsePolicy {
+                cooperation: 0.3,
+                refusal_bias: 0.6,
+                refusal_allowed: true,
+            }),
+        }
+    }
+
+    fn mixed(n: usize) -> Vec<Episode> {
+        (0..n)
+            .map(|i| {
+                // Out-of-order times and duplicate timestamps on purpose.
+                let at = NOW - ((i * 7919) % 1000) as f64 * 13.0;
+                let label = [
+                    AffectLabel::Joy,
+                    AffectLabel::Sadness,
+                    AffectLabel::Anger,
+                    AffectLabel::Fear,
+                    AffectLabel::Neutral,
+                ][i % 5];
+                ep(at, label, i % 9 == 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_the_pure_function_bit_for_bit_with_out_of_order_input() {
+        let c = MoodConstants::default();
+        for n in [0, 1, 7, 499, 500, 501, 1200] {
+            let eps = mixed(n);
+            let p = MoodProjection::restore(c, eps.clone()).unwrap();
+            assert_eq!(p.len(), n.min(500));
+            for now in [NOW, NOW + 60.0, NOW + 86_400.0] {
+                assert_eq!(p.state_at(now), mood_at(&eps, now, &c), "n={n} now={now}");
+            }
+        }
+    }
+
+    #[test]
+    fn keeps_only_the_newest_and_drops_too_old_arrivals() {
+        let c = MoodConstants {
+            max_episodes: 2,
+            ..MoodConstants::default()
+        };
+        let mut p = MoodProjection::new(c).unwrap();
+        assert!(p.apply(ep(10.0, AffectLabel::Joy, false)).unwrap());
+        assert!(p.apply(ep(30.0, AffectLabel::Joy, false)).unwrap());
+        assert!(p.apply(ep(20.0, AffectLabel::Joy, false)).unwrap());
+        assert!(!p.apply(ep(5.0, AffectLabel::Joy, false)).unwrap());
+        let ats: Vec<f64> = p.episodes().map(|e| e.at).collect();
+        assert_eq!(ats, vec![20.0, 30.0]);
+    }
+
+    #[test]
+    fn rejects_invalid_episodes_without_changing_state() {
+        let mut p = MoodProjection::new(MoodConstants::default()).unwrap();
+        let mut bad = ep(1.0, AffectLabel::Joy, false);
+        bad.salience = 2.0;
+        assert!(matches!(
+            p.apply(bad),
+            Err(EpisodeError::OutOfRange {
+                field: "salience",
+                ..
+            })
+        ));
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn checkpoint_round_trips_and_is_validated() {
+        let c = MoodConstants::default();
+        let p = MoodProjection::restore(c, mixed(40)).unwrap();
+        let json = serde_json::to_string(&p).unwrap();
+        let back: MoodProjection = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.state_at(NOW), p.state_at(NOW));
+
+        let bad = json.replacen("\"salience\":", "\"salience\":7,\"x\":", 1);
+        assert!(serde_json::from_str::<MoodProjection>(&bad).is_err());
+        let bad_constants = json.replacen("\"max_episodes\":500", "\"max_episodes\":0", 1);
+        assert!(serde_json::from_str::<MoodProjection>(&bad_constants).is_err());
+    }
+
+    #[test]
+    fn set_constants_recomputes_and_shrinks() {
+        let eps = mixed(50);
+        let mut p = MoodProjection::restore(MoodConstants::default(), eps.clone()).unwrap();
+        let c2 = MoodConstants {
+            tau_max_seconds: 3600.0,
+            max_episodes: 10,
+            ..MoodConstants::default()
+        };
+        p.set_constants(c2).unwrap();
+        assert_eq!(p.len(), 10);
+        assert_eq!(p.state_at(NOW), mood_at(&eps, NOW, &c2));
+        assert!(p
+            .set_constants(MoodConstants {
+                neutral_below: -1.0,
+                ..c2
+            })
+            .is_err());
+    }
+}
