@@ -208,11 +208,13 @@ async fn transient_failures_are_redelivered_and_poison_goes_to_the_dead_letter_s
         Some(3),
         "bounded by max_deliver"
     );
-    assert_eq!(
-        handler.dead.lock().unwrap().len(),
-        3,
-        "the service was told about each"
-    );
+    // The service hears of each right after its dead letter is parked.
+    eventually(
+        Duration::from_secs(10),
+        "told about each dead letter",
+        || async { (handler.dead.lock().unwrap().len() == 3).then_some(()) },
+    )
+    .await;
     task.abort();
     env.cleanup().await;
 }

@@ -149,10 +149,14 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
         .await
         .map_err(|e| ApiError::internal("cannot follow the reply stream", e))?;
 
-    let existing = store
-        .get(turn)
-        .await
-        .map_err(|e| ApiError::internal("event store unavailable", e))?;
+    // Only a client-keyed request can repeat an earlier turn.
+    let existing = match &input.request_id {
+        Some(_) => store
+            .get(turn)
+            .await
+            .map_err(|e| ApiError::internal("event store unavailable", e))?,
+        None => None,
+    };
     let user_event = match existing {
         Some(e) => e,
         None => append_message(&state, &stream, turn, input).await?,

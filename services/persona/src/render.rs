@@ -157,19 +157,18 @@ impl EventHandler for Renderer {
         let stream = session_stream(&request.session_id);
 
         // A redelivery after the outcome was stored: say it again, write nothing.
-        for step in [STEP_REPLIED, STEP_FAILED] {
-            let id = derive_event_id(event.event_id, step);
-            if let Some(done) = self
-                .ctx
-                .store()
-                .get(id)
-                .await
-                .map_err(HandlerError::transient)?
-            {
-                info!(event_id = %id, "render already done; not rendering again");
-                self.publish(&turn, &outcome_message(&done)).await;
-                return Ok(());
-            }
+        let outcomes =
+            [STEP_REPLIED, STEP_FAILED].map(|step| derive_event_id(event.event_id, step));
+        if let Some(done) = self
+            .ctx
+            .store()
+            .get_any(&outcomes)
+            .await
+            .map_err(HandlerError::transient)?
+        {
+            info!(event_id = %done.event_id, "render already done; not rendering again");
+            self.publish(&turn, &outcome_message(&done)).await;
+            return Ok(());
         }
 
         let messages = self.messages(&request, &event).await?;

@@ -1,11 +1,13 @@
-//! Appending: one transaction per call, outbox rows written alongside.
+//! Appending: one statement per call (`ghost_append`, migration 0003) that checks
+//! idempotency and the expected version, inserts, queues outbox rows and notifies readers.
 
 use serde::{Deserialize, Serialize};
-use sqlx::{Postgres, Transaction};
-use uuid::Uuid;
+use serde_json::json;
+use sqlx::Row;
 
-use super::{read::row_to_event, EventStore, StoreError, NOTIFY_CHANNEL};
-use crate::event::{NewEvent, RecordedEvent};
+use super::{read::row_to_event, EventStore, StoreError};
+use crate::event::NewEvent;
+use crate::event::RecordedEvent;
 
 /// What the caller believes the stream's version to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,6 +18,17 @@ pub enum ExpectedVersion {
     NoStream,
     /// The stream must be exactly at this version.
     Exact(i32),
+}
+
+impl ExpectedVersion {
+    /// The encoding `ghost_append` takes: -1 any, 0 no stream, n exact.
+    fn as_sql(self) -> i32 {
+        match self {
+            ExpectedVersion::Any => -1,
+            ExpectedVersion::NoStream => 0,
+            ExpectedVersion::Exact(v) => v.max(0),
+        }
+    }
 }
 
 /// The result of an append.
@@ -32,12 +45,8 @@ const MAX_VERSION_RETRIES: usize = 16;
 
 const UNIQUE_VIOLATION: &str = "23505";
 const EVENT_ID_CONSTRAINT: &str = "events_event_id_key";
-
-enum Attempt {
-    Done(AppendOutcome),
-    EventIdRace,
-    VersionRace,
-}
+const VERSION_CONFLICT: &str = "GH001";
+const PARTIAL_DUPLICATE: &str = "GH002";
 
 impl EventStore {
     /// Appends `events` to `stream` atomically.
@@ -54,117 +63,88 @@ impl EventStore {
         if events.is_empty() {
             return Err(StoreError::Empty);
         }
-        for _ in 0..MAX_VERSION_RETRIES {
-            match self.try_append(stream, expected, events).await? {
-                Attempt::Done(outcome) => return Ok(outcome),
-                // A concurrent writer stored the same ids: the next attempt finds them.
-                Attempt::EventIdRace => continue,
-                Attempt::VersionRace => {
-                    if expected == ExpectedVersion::Any {
-                        continue;
+        let body = serde_json::Value::Array(
+            events
+                .iter()
+                .map(|e| {
+                    json!({
+                        "event_id": e.event_id,
+                        "event_type": e.event_type,
+                        "schema_version": e.schema_version,
+                        "payload": e.payload,
+                        "metadata": e.metadata,
+                    })
+                })
+                .collect(),
+        );
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let result = sqlx::query(
+                "SELECT position, tx_id, event_id, stream, version, event_type, schema_version, \
+                 payload, metadata, recorded_at, duplicate FROM ghost_append($1, $2, $3)",
+            )
+            .bind(stream)
+            .bind(expected.as_sql())
+            .bind(&body)
+            .fetch_all(&self.pool)
+            .await;
+            let rows = match result {
+                Ok(rows) => rows,
+                Err(sqlx::Error::Database(db)) => {
+                    let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                    match code.as_str() {
+                        VERSION_CONFLICT => {
+                            let actual = self.stream_version(stream).await?;
+                            return Err(StoreError::Conflict {
+                                stream: stream.to_owned(),
+                                expected,
+                                actual,
+                            });
+                        }
+                        PARTIAL_DUPLICATE => {
+                            return Err(StoreError::PartialDuplicate {
+                                stream: stream.to_owned(),
+                            })
+                        }
+                        // A concurrent writer stored the same ids: the next attempt finds them.
+                        UNIQUE_VIOLATION if db.constraint() == Some(EVENT_ID_CONSTRAINT) => {}
+                        // A concurrent writer took the version.
+                        UNIQUE_VIOLATION
+                            if expected == ExpectedVersion::Any
+                                && attempts < MAX_VERSION_RETRIES => {}
+                        UNIQUE_VIOLATION => {
+                            let actual = self.stream_version(stream).await?;
+                            return Err(StoreError::Conflict {
+                                stream: stream.to_owned(),
+                                expected,
+                                actual,
+                            });
+                        }
+                        _ => return Err(StoreError::Database(sqlx::Error::Database(db))),
                     }
-                    let actual = self.stream_version(stream).await?;
-                    return Err(StoreError::Conflict {
-                        stream: stream.to_owned(),
-                        expected,
-                        actual,
-                    });
+                    if attempts >= MAX_VERSION_RETRIES {
+                        let actual = self.stream_version(stream).await?;
+                        return Err(StoreError::Conflict {
+                            stream: stream.to_owned(),
+                            expected,
+                            actual,
+                        });
+                    }
+                    continue;
                 }
-            }
-        }
-        let actual = self.stream_version(stream).await?;
-        Err(StoreError::Conflict {
-            stream: stream.to_owned(),
-            expected,
-            actual,
-        })
-    }
-
-    async fn try_append(
-        &self,
-        stream: &str,
-        expected: ExpectedVersion,
-        events: &[NewEvent],
-    ) -> Result<Attempt, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
-        let existing = sqlx::query(
-            "SELECT position, tx_id, event_id, stream, version, event_type, schema_version, \
-             payload, metadata, recorded_at FROM events WHERE event_id = ANY($1) ORDER BY position",
-        )
-        .bind(&ids)
-        .fetch_all(&mut *tx)
-        .await?;
-        if !existing.is_empty() {
-            tx.rollback().await?;
-            if existing.len() != events.len() {
-                return Err(StoreError::PartialDuplicate {
-                    stream: stream.to_owned(),
-                });
-            }
-            let events = existing
+                Err(e) => return Err(e.into()),
+            };
+            let duplicate = match rows.first() {
+                Some(r) => r.try_get::<bool, _>("duplicate")?,
+                None => false,
+            };
+            let events = rows
                 .iter()
                 .map(row_to_event)
                 .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Attempt::Done(AppendOutcome {
-                events,
-                duplicate: true,
-            }));
+            return Ok(AppendOutcome { events, duplicate });
         }
-
-        let current: i32 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM events WHERE stream = $1")
-                .bind(stream)
-                .fetch_one(&mut *tx)
-                .await?;
-        let matches = match expected {
-            ExpectedVersion::Any => true,
-            ExpectedVersion::NoStream => current == 0,
-            ExpectedVersion::Exact(v) => current == v,
-        };
-        if !matches {
-            tx.rollback().await?;
-            return Err(StoreError::Conflict {
-                stream: stream.to_owned(),
-                expected,
-                actual: current,
-            });
-        }
-
-        let mut recorded = Vec::with_capacity(events.len());
-        for (i, event) in events.iter().enumerate() {
-            let version = current + 1 + i as i32;
-            match insert(&mut tx, stream, version, event).await {
-                Ok(row) => recorded.push(row),
-                Err(sqlx::Error::Database(db))
-                    if db.code().as_deref() == Some(UNIQUE_VIOLATION) =>
-                {
-                    let id_race = db.constraint() == Some(EVENT_ID_CONSTRAINT);
-                    tx.rollback().await?;
-                    return Ok(if id_race {
-                        Attempt::EventIdRace
-                    } else {
-                        Attempt::VersionRace
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let positions: Vec<i64> = recorded.iter().map(|e| e.position).collect();
-        sqlx::query("INSERT INTO outbox (position) SELECT UNNEST($1::bigint[])")
-            .bind(&positions)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(NOTIFY_CHANNEL)
-            .bind(stream)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(Attempt::Done(AppendOutcome {
-            events: recorded,
-            duplicate: false,
-        }))
     }
 
     /// The stream's current version (0 when it does not exist).
@@ -176,30 +156,4 @@ impl EventStore {
                 .await?,
         )
     }
-}
-
-async fn insert(
-    tx: &mut Transaction<'_, Postgres>,
-    stream: &str,
-    version: i32,
-    event: &NewEvent,
-) -> Result<RecordedEvent, sqlx::Error> {
-    let metadata =
-        serde_json::to_value(&event.metadata).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let row = sqlx::query(
-        "INSERT INTO events (event_id, stream, version, event_type, schema_version, payload, metadata) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) \
-         RETURNING position, tx_id, event_id, stream, version, event_type, schema_version, \
-         payload, metadata, recorded_at",
-    )
-    .bind(event.event_id)
-    .bind(stream)
-    .bind(version)
-    .bind(&event.event_type)
-    .bind(event.schema_version)
-    .bind(&event.payload)
-    .bind(&metadata)
-    .fetch_one(&mut **tx)
-    .await?;
-    row_to_event(&row).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }

@@ -117,6 +117,17 @@ impl EventStore {
         row.as_ref().map(row_to_event).transpose()
     }
 
+    /// The first stored event among `ids`, if any (one round trip for "is any of these done?").
+    pub async fn get_any(&self, ids: &[Uuid]) -> Result<Option<RecordedEvent>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ANY($1) ORDER BY position LIMIT 1"
+        ))
+        .bind(ids)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_to_event).transpose()
+    }
+
     /// Up to `limit` events after `from` in gap-safe commit order (see [`ReadPosition`]).
     ///
     /// Events of transactions still running anywhere in the cluster are held back until
