@@ -35,6 +35,13 @@ enum Command {
         #[command(subcommand)]
         command: ProjectionsCommand,
     },
+    /// Computes the mood from a JSON array of episodes on stdin (the format of
+    /// tests/fixtures/mood.json) and prints it as JSON.
+    Mood {
+        /// Evaluate at this Unix time (seconds).
+        #[arg(long)]
+        now: f64,
+    },
     /// Drives chat turns through the whole pipeline against a fake model and reports
     /// throughput and latency (see BENCHMARKS.md).
     Load(ghost::load::LoadArgs),
@@ -68,6 +75,7 @@ fn main() -> Result<()> {
                 command: ProjectionsCommand::Rebuild { name },
             } => rebuild(&name).await,
             Command::Load(args) => ghost::load::run(args).await,
+            Command::Mood { now } => mood_probe(now),
         }
     })
 }
@@ -118,13 +126,13 @@ async fn serve(services: &[ServiceName], name: &str) -> Result<()> {
 }
 
 async fn rebuild(name: &str) -> Result<()> {
-    let Some(projection) = projection_by_name(name) else {
+    let config = Config::load_default()?;
+    let Some(projection) = projection_by_name(name, &config) else {
         bail!(
             "unknown projection {name}; known: {}",
             PROJECTIONS.join(", ")
         );
     };
-    let config = Config::load_default()?;
     let store = migrate(&config).await?;
     let p = &config.ghost.projections;
     let runner = ProjectionRunner::new(
@@ -135,5 +143,20 @@ async fn rebuild(name: &str) -> Result<()> {
     );
     let n = runner.rebuild().await?;
     println!("rebuilt {name} from {n} events");
+    Ok(())
+}
+
+/// `ghost mood --now`: episodes on stdin, the mood as JSON on stdout. Constants come from
+/// the configuration (the seed's defaults when there is no configuration directory).
+fn mood_probe(now: f64) -> Result<()> {
+    let mut input = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut input).context("reading stdin")?;
+    let constants = match Config::load_default() {
+        Ok(config) => config.ghost.mood.constants,
+        Err(ghost_shared::config::ConfigError::Read { .. }) => Default::default(),
+        Err(e) => return Err(e.into()),
+    };
+    let state = ghost_mood::mood::probe(&input, now, &constants)?;
+    println!("{}", serde_json::to_string(&state)?);
     Ok(())
 }

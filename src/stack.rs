@@ -19,11 +19,14 @@ pub enum ServiceName {
     Worker,
     /// Writes every reply.
     Persona,
+    /// Projects affect into mood; answers mood queries.
+    Mood,
 }
 
 impl ServiceName {
     /// Every service, in start order (consumers before the front door).
-    pub const ALL: [ServiceName; 4] = [
+    pub const ALL: [ServiceName; 5] = [
+        ServiceName::Mood,
         ServiceName::Router,
         ServiceName::Worker,
         ServiceName::Persona,
@@ -37,6 +40,7 @@ impl ServiceName {
             ServiceName::Router => ghost_router::SERVICE,
             ServiceName::Worker => ghost_worker::SERVICE,
             ServiceName::Persona => ghost_persona::SERVICE,
+            ServiceName::Mood => ghost_mood::SERVICE,
         }
     }
 }
@@ -89,6 +93,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
             ServiceName::Router => ghost_router::start(sctx).await,
             ServiceName::Worker => ghost_worker::start(sctx).await,
             ServiceName::Persona => ghost_persona::start(sctx).await,
+            ServiceName::Mood => ghost_mood::start(sctx).await,
         };
         match handle {
             Ok(h) => handles.push(h),
@@ -109,12 +114,15 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
 }
 
 /// The projection called `name` (`ghost projections rebuild <name>`).
-pub fn projection_by_name(name: &str) -> Option<Arc<dyn Projection>> {
+pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Projection>> {
     match name {
         AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
+        ghost_mood::episodes::NAME => Some(Arc::new(ghost_mood::episodes::MoodEpisodes::new(
+            config.ghost.mood.constants,
+        ))),
         _ => None,
     }
 }
 
 /// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 1] = [AssistantTextProjection::NAME];
+pub const PROJECTIONS: [&str; 2] = [AssistantTextProjection::NAME, ghost_mood::episodes::NAME];

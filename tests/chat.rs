@@ -17,8 +17,7 @@ use support::{TestApp, TOKEN};
 #[tokio::test]
 async fn chat_streams_tokens_and_records_the_turn() {
     let app = TestApp::spawn(&[]).await;
-    app.llm
-        .push(Script::chunks(vec!["Hel", "lo, ", "I am ", "Kuro."]));
+    app.reply(Script::chunks(vec!["Hel", "lo,", " I am", " Kuro."]));
 
     let events = app.chat("s1", "hi there").await;
 
@@ -27,7 +26,7 @@ async fn chat_streams_tokens_and_records_the_turn() {
         .filter(|e| e.event == "token")
         .map(|e| e.data["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(tokens, ["Hel", "lo, ", "I am ", "Kuro."]);
+    assert_eq!(tokens, ["Hel", "lo,", " I am", " Kuro."]);
     let done = events.last().unwrap();
     assert_eq!(done.event, "done");
     assert_eq!(done.data["reply_text"], "Hello, I am Kuro.");
@@ -59,7 +58,7 @@ async fn chat_streams_tokens_and_records_the_turn() {
     assert_eq!(reply.metadata.service, "persona");
 
     // The persona saw the system prompt and the user's words.
-    let request = &app.llm.requests()[0];
+    let request = &app.persona_requests()[0];
     assert_eq!(request.last_user_text().as_deref(), Some("hi there"));
     assert!(request.system_text().unwrap().contains("クロ"));
 
@@ -97,11 +96,11 @@ async fn chat_streams_tokens_and_records_the_turn() {
 #[tokio::test]
 async fn later_turns_carry_the_conversation() {
     let app = TestApp::spawn(&[]).await;
-    app.llm.push(Script::reply("first answer"));
-    app.llm.push(Script::reply("second answer"));
+    app.reply(Script::reply("first answer"));
+    app.reply(Script::reply("second answer"));
     app.chat("s", "first question").await;
     app.chat("s", "second question").await;
-    let body = &app.llm.requests()[1].body;
+    let body = &app.persona_requests()[1].body;
     let contents: Vec<&str> = body["messages"]
         .as_array()
         .unwrap()
@@ -118,9 +117,8 @@ async fn later_turns_carry_the_conversation() {
 #[tokio::test]
 async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
     let app = TestApp::spawn(&[]).await;
-    app.llm
-        .push(Script::chunks(vec!["slow ", "reply"]).with_delay(Duration::from_millis(800)));
-    app.llm.push(Script::reply("next reply"));
+    app.reply(Script::chunks(vec!["slow ", "reply"]).with_delay(Duration::from_millis(800)));
+    app.reply(Script::reply("next reply"));
 
     let first = {
         let body = serde_json::json!({ "session_id": "busy", "text": "one" }).to_string();
@@ -166,7 +164,7 @@ async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
     );
 
     // Once the turn ended, the session takes messages again.
-    app.llm.push(Script::reply("third"));
+    app.reply(Script::reply("third"));
     assert_eq!(
         app.chat("busy", "three").await.last().unwrap().event,
         "done"
@@ -239,7 +237,7 @@ async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
         ),
     ];
     for (session, script, code) in cases {
-        app.llm.push(script);
+        app.reply(script);
         let events = app.chat(session, "hello").await;
         let last = events.last().unwrap();
         assert_eq!(last.event, "error", "{session}");
@@ -255,7 +253,7 @@ async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
         );
     }
     // The failed turn does not block the session.
-    app.llm.push(Script::reply("recovered"));
+    app.reply(Script::reply("recovered"));
     assert_eq!(
         app.chat("http", "again").await.last().unwrap().data["reply_text"],
         "recovered"
@@ -267,7 +265,7 @@ async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
 async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
     let app = TestApp::spawn(&[]).await;
     for (session, text) in [("a", "one"), ("b", "two"), ("a", "three")] {
-        app.llm.push(Script::reply(&format!("re: {text}")));
+        app.reply(Script::reply(&format!("re: {text}")));
         app.chat(session, text).await;
     }
     let live = eventually(Duration::from_secs(10), "projection caught up", || async {

@@ -38,7 +38,7 @@ fn start_chat(
 #[tokio::test]
 async fn persona_killed_after_storing_the_reply_but_before_the_ack_replies_once() {
     let app = TestApp::spawn_services(&[ServiceName::Router, ServiceName::Gateway], &[]).await;
-    app.llm.push(Script::reply("only once"));
+    app.reply(Script::reply("only once"));
     let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "persona.after_append")]);
     let client = start_chat(&app, "c1", "hello");
     wait_for_crash(&mut doomed).await;
@@ -82,8 +82,8 @@ async fn persona_killed_after_storing_the_reply_but_before_the_ack_replies_once(
 #[tokio::test]
 async fn persona_killed_mid_render_renders_again_and_replies_once() {
     let app = TestApp::spawn_services(&[ServiceName::Router, ServiceName::Gateway], &[]).await;
-    app.llm.push(Script::reply("first try is lost"));
-    app.llm.push(Script::reply("second try"));
+    app.reply(Script::reply("first try is lost"));
+    app.reply(Script::reply("second try"));
     let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "persona.before_append")]);
     let client = start_chat(&app, "c2", "hello");
     wait_for_crash(&mut doomed).await;
@@ -110,7 +110,7 @@ async fn persona_killed_mid_render_renders_again_and_replies_once() {
 #[tokio::test]
 async fn router_killed_between_commit_and_publish_still_reaches_the_persona_once() {
     let app = TestApp::spawn_services(&[ServiceName::Persona, ServiceName::Gateway], &[]).await;
-    app.llm.push(Script::reply("made it"));
+    app.reply(Script::reply("made it"));
     let mut doomed = app.spawn_child("router", &[("GHOST_FAULTS", "store.after_commit")]);
     let client = start_chat(&app, "c3", "hello");
     wait_for_crash(&mut doomed).await;

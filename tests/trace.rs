@@ -29,7 +29,7 @@ async fn every_service_span_of_a_turn_shares_one_trace() {
     let _telemetry =
         ghost_shared::telemetry::init_with_exporter("ghost-test", exporter.clone()).unwrap();
     let app = TestApp::spawn(&[]).await;
-    app.llm.push(Script::reply("traced reply"));
+    app.reply(Script::reply("traced reply"));
     app.chat("t1", "trace me").await;
 
     let root: TraceId = eventually(Duration::from_secs(10), "the gateway span", || async {

@@ -100,6 +100,12 @@ pub struct AssistantReplied {
     pub speaker: String,
     /// The words the user sees.
     pub text: String,
+    /// The persona's own reaction from the reply's affect trailer, when it gave a valid one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affect: Option<crate::affect::Affect>,
+    /// Trailer fields that were rejected (`field: reason`), for the record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub affect_rejected: Vec<String>,
 }
 
 impl EventPayload for AssistantReplied {
@@ -183,4 +189,26 @@ pub struct WorkerFailed {
 
 impl EventPayload for WorkerFailed {
     const EVENT_TYPE: &'static str = "WorkerFailed";
+}
+
+/// The worker reflected on a reply that came without a usable affect trailer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AffectReflected {
+    /// The persona (character id) whose reaction this is.
+    pub persona: String,
+    /// The reply (episode) reflected on.
+    pub episode_event_id: Uuid,
+    /// When the episode happened (Unix seconds): the reply's time, not the reflection's.
+    pub at: f64,
+    /// The reaction.
+    pub affect: crate::affect::Affect,
+}
+
+impl EventPayload for AffectReflected {
+    const EVENT_TYPE: &'static str = "AffectReflected";
+}
+
+/// Stream name of one persona's own life (mood, interest, autonomy).
+pub fn persona_stream(persona: &str) -> String {
+    format!("persona-{persona}")
 }

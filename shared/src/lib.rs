@@ -23,6 +23,7 @@ pub mod fake_llm;
 pub mod fault;
 pub mod ids;
 pub mod llm;
+pub mod mood_api;
 pub mod net;
 pub mod projection;
 pub mod projections;

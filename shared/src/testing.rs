@@ -14,6 +14,11 @@ use crate::store::EventStore;
 pub const TEST_ADMIN_URL_ENV: &str = "GHOST_TEST_ADMIN_DATABASE_URL";
 /// Base URL of test databases (the database name is appended).
 const DEFAULT_ADMIN_URL: &str = "postgres://ghost:ghost@127.0.0.1:5432/ghost";
+/// Model name test configurations give the persona (so a fake can tell roles apart).
+pub const PERSONA_MODEL: &str = "persona-model";
+/// Model name test configurations give the worker.
+pub const WORKER_MODEL: &str = "worker-model";
+
 /// NATS URL for tests.
 pub const TEST_NATS_URL_ENV: &str = "GHOST_TEST_NATS_URL";
 
@@ -65,6 +70,8 @@ impl TestEnv {
             ("GHOST_LLM__PERSONA__PROVIDER".into(), "ollama".into()),
             ("GHOST_LLM__PERSONA__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__PERSONA__TIMEOUT_SECS".into(), "5".into()),
+            ("GHOST_LLM__PERSONA__MODEL".into(), PERSONA_MODEL.into()),
+            ("GHOST_LLM__WORKER__MODEL".into(), WORKER_MODEL.into()),
             ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),
             ("GHOST_API_TOKEN".into(), "test-token".into()),

@@ -10,10 +10,13 @@ use futures::StreamExt;
 use ghost::stack::{start_stack, ServiceName, Stack};
 use ghost_shared::event::session_stream;
 use ghost_shared::event::RecordedEvent;
-use ghost_shared::fake_llm::FakeLlm;
+use ghost_shared::fake_llm::{FakeLlm, RecordedRequest, Script};
 use ghost_shared::store::EventStore;
-use ghost_shared::testing::{repo_config_dir, TestEnv};
+use ghost_shared::testing::{repo_config_dir, TestEnv, PERSONA_MODEL, WORKER_MODEL};
 use serde_json::Value;
+
+/// A valid, calm affect JSON (what the fake worker reflects by default).
+pub const NEUTRAL_AFFECT: &str = r#"{"reflection_text":"fine","partner_affect_label":"neutral","partner_affect_intensity":0.1,"salience":0.1,"confidence":0.9,"topic_tags":[]}"#;
 
 /// The bearer token test environments configure.
 pub const TOKEN: &str = "test-token";
@@ -52,6 +55,14 @@ impl TestApp {
     /// Only `services` in-process (others may run as child processes).
     pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> TestApp {
         let llm = FakeLlm::start().await.expect("fake llm");
+        // Unscripted worker calls (reflections on replies without a trailer) get a calm affect.
+        llm.set_responder(|request| {
+            if request.model.as_deref() == Some(WORKER_MODEL) {
+                Script::reply(NEUTRAL_AFFECT)
+            } else {
+                Script::reply("ok")
+            }
+        });
         let env = TestEnv::new(&llm.base_url(), extra).await;
         let store = env.store().await;
         let stack = start_stack(env.config.clone(), services)
@@ -101,13 +112,24 @@ impl TestApp {
         read_sse(response).await
     }
 
-    /// How many chat completions the fake model served (health probes excluded).
-    pub fn model_calls(&self) -> usize {
+    /// Queues the persona's next reply.
+    pub fn reply(&self, script: Script) {
+        self.llm.push_for_model(PERSONA_MODEL, script);
+    }
+
+    /// The chat requests the persona made (health probes and other roles excluded).
+    pub fn persona_requests(&self) -> Vec<RecordedRequest> {
         self.llm
             .requests()
-            .iter()
+            .into_iter()
             .filter(|r| r.path == "/api/chat" || r.path.ends_with("/chat/completions"))
-            .count()
+            .filter(|r| r.model.as_deref() == Some(PERSONA_MODEL))
+            .collect()
+    }
+
+    /// How many replies the persona's model was asked for.
+    pub fn model_calls(&self) -> usize {
+        self.persona_requests().len()
     }
 
     /// Events of a session's stream.

@@ -3,6 +3,7 @@
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
 //! - [`health`]: `GET /healthz`;
+//! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors.
 
 pub mod auth;
@@ -10,6 +11,7 @@ pub mod chat;
 pub mod error;
 pub mod health;
 pub mod line;
+pub mod partner_mood;
 pub mod sessions;
 pub mod slack;
 
@@ -41,6 +43,12 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/chat", post(chat::chat))
         .route("/sessions/{id}/messages", get(sessions::messages))
+        .route(
+            "/partner_mood",
+            get(partner_mood::get)
+                .put(partner_mood::put)
+                .delete(partner_mood::delete),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,

@@ -1,6 +1,23 @@
 //! The mood: what lingers of the persona's reactions (seed 004).
 //!
 //! - [`mood`]: the mood computation (impact integral, τ(salience), labels, response-policy
-//!   knobs) and its incremental projection.
+//!   knobs) and its incremental form;
+//! - [`episodes`]: the `partner_mood_state` projection (each persona's episode window);
+//! - [`service`]: the service — projection runner, `mood.get` and the debug API over NATS.
 
+pub mod episodes;
 pub mod mood;
+pub mod service;
+
+use ghost_shared::service::{ServiceContext, ServiceError};
+
+pub use service::start;
+
+/// This service's name.
+pub const SERVICE: &str = "mood";
+
+/// Runs the mood service until it fails.
+pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
+    start(ctx).await?.wait().await;
+    Ok(())
+}

@@ -2,8 +2,11 @@
 //! character and the conversation so far, streaming tokens as it goes.
 //!
 //! - [`prompt`]: the system prompt template;
+//! - [`capsule`]: the mood capsule and tone guide;
+//! - [`next_speaker`]: who speaks next on a multi-character stage;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request).
 
+pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
 pub mod render;

@@ -5,16 +5,19 @@ use futures::StreamExt;
 use tracing::{info, warn};
 use uuid::Uuid;
 
+use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmClient, LlmError};
+use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::turn_stream::TurnStreamMessage;
 
+use crate::capsule::mood_capsule;
 use crate::prompt::PersonaPrompt;
 
 /// Step names: the ids of a render's outcome events derive from the request and these.
@@ -26,7 +29,19 @@ pub struct Renderer {
     ctx: ServiceContext,
     character: CharacterConfig,
     system_prompt: String,
+    /// The instruction asking for the affect trailer, marker filled in.
+    trailer_prompt: String,
     llm: LlmClient,
+}
+
+/// What the model wrote, split at the affect marker.
+struct Generated {
+    /// The words the user sees.
+    reply: String,
+    /// The validated affect, if the trailer had one.
+    affect: Option<Affect>,
+    /// Trailer fields rejected (`field: reason`).
+    rejected: Vec<String>,
 }
 
 impl Renderer {
@@ -45,12 +60,22 @@ impl Renderer {
         })?;
         let prompt =
             PersonaPrompt::new(template).map_err(|e| ServiceError::Config(e.to_string()))?;
+        let trailer_path = ctx.config.resolve(&settings.affect_prompt_file);
+        let trailer_prompt = std::fs::read_to_string(&trailer_path)
+            .map_err(|e| {
+                ServiceError::Config(format!(
+                    "persona.affect_prompt_file {}: {e}",
+                    trailer_path.display()
+                ))
+            })?
+            .replace("{{marker}}", &settings.affect_marker);
         let llm = match &character.llm {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
         Ok(Self {
             system_prompt: prompt.render(&character),
+            trailer_prompt,
             character,
             llm,
             ctx,
@@ -99,8 +124,15 @@ impl Renderer {
             }
         }
         let skip = history.len().saturating_sub(history_turns);
+        let mood = self.current_mood().await;
+        let system = format!(
+            "{}\n\n{}\n\n{}",
+            self.system_prompt,
+            mood_capsule(&mood),
+            self.trailer_prompt
+        );
         let mut messages = Vec::with_capacity(history_turns + 2);
-        messages.push(ChatMessage::system(self.system_prompt.clone()));
+        messages.push(ChatMessage::system(system));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
         if let Some(result) = &request.work_result {
@@ -111,30 +143,75 @@ impl Renderer {
         Ok(messages)
     }
 
-    /// Streams the model's reply to the turn's subject; the whole text, or why not.
-    async fn generate(&self, turn: &Uuid, messages: &[ChatMessage]) -> Result<String, LlmError> {
+    /// The mood to answer in: the mood service's answer, or the calm default when it does
+    /// not answer in time (a reply is never held hostage by the mood).
+    async fn current_mood(&self) -> MoodState {
+        let timeout =
+            std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
+        let query = MoodQuery {
+            persona: self.character.name.clone(),
+            now: None,
+        };
+        match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
+            Ok(answer) => answer.state,
+            Err(e) => {
+                warn!(error = %e, "no mood; answering in the calm default");
+                MoodState::default()
+            }
+        }
+    }
+
+    /// Streams the model's reply to the turn's subject, holding back everything from the
+    /// affect marker on; the reply and its affect, or why not.
+    async fn generate(&self, turn: &Uuid, messages: &[ChatMessage]) -> Result<Generated, LlmError> {
         let attempt = Uuid::new_v4();
         let mut stream = self.llm.chat_stream(messages).await?;
-        let mut text = String::new();
+        let mut filter = TrailerStreamFilter::new(&self.ctx.config.ghost.persona.affect_marker);
         let mut seq = 0;
         while let Some(delta) = stream.next().await {
-            let delta = delta?;
-            if delta.is_empty() {
-                continue;
-            }
-            text.push_str(&delta);
-            self.publish(
-                turn,
-                &TurnStreamMessage::Token {
-                    attempt,
-                    seq,
-                    delta,
-                },
-            )
-            .await;
-            seq += 1;
+            let visible = filter.push(&delta?);
+            self.emit(turn, attempt, &mut seq, visible).await;
         }
-        Ok(text)
+        let outcome = filter.finish();
+        self.emit(turn, attempt, &mut seq, outcome.tail).await;
+        let (affect, rejected) = match &outcome.trailer_raw {
+            Some(raw) => {
+                let parsed = parse_affect(raw);
+                let rejected = parsed
+                    .rejected
+                    .iter()
+                    .map(|r| format!("{}: {}", r.field, r.reason))
+                    .chain(parsed.error.iter().map(|e| format!("trailer: {e}")))
+                    .collect();
+                (Affect::from_parsed(&parsed), rejected)
+            }
+            None => {
+                info!("reply without an affect trailer; the worker will reflect on it");
+                (None, Vec::new())
+            }
+        };
+        Ok(Generated {
+            reply: outcome.reply_text,
+            affect,
+            rejected,
+        })
+    }
+
+    /// Publishes one visible piece of the reply (nothing when empty).
+    async fn emit(&self, turn: &Uuid, attempt: Uuid, seq: &mut u64, delta: String) {
+        if delta.is_empty() {
+            return;
+        }
+        self.publish(
+            turn,
+            &TurnStreamMessage::Token {
+                attempt,
+                seq: *seq,
+                delta,
+            },
+        )
+        .await;
+        *seq += 1;
     }
 }
 
@@ -173,15 +250,27 @@ impl EventHandler for Renderer {
 
         let messages = self.messages(&request, &event).await?;
         let service = self.ctx.service;
-        let (new_event, message) = match self.generate(&turn, &messages).await {
-            Ok(text) => {
-                let text = text.trim().to_owned();
+        let generated = self.generate(&turn, &messages).await.and_then(|g| {
+            // Only an affect trailer and no words is no reply at all.
+            if g.reply.trim().is_empty() {
+                Err(LlmError::MalformedStream(
+                    "the model wrote no reply text".into(),
+                ))
+            } else {
+                Ok(g)
+            }
+        });
+        let (new_event, message) = match generated {
+            Ok(generated) => {
+                let text = generated.reply.trim().to_owned();
                 let replied = AssistantReplied {
                     session_id: request.session_id.clone(),
                     channel: request.channel,
                     user_event_id: turn,
                     speaker: self.character.name.clone(),
                     text: text.clone(),
+                    affect: generated.affect,
+                    affect_rejected: generated.rejected,
                 };
                 let e = NewEvent::caused_by(&event, STEP_REPLIED, &replied, service)
                     .map_err(HandlerError::permanent)?;

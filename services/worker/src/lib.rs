@@ -4,6 +4,10 @@
 //! `WorkerFailed`). The worker contract (structured result, loop signals), the classifier
 //! and the other jobs arrive with the routing capability; the router does not yet send
 //! work here (every message is CHAT).
+//!
+//! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer.
+
+pub mod reflect;
 
 use std::sync::Arc;
 
@@ -27,6 +31,20 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let system = std::fs::read_to_string(&path)
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
     let llm = ctx.llm("worker")?;
+    let reflect_path = ctx
+        .config
+        .resolve(std::path::Path::new("prompts/reflect.md"));
+    let reflect_template = std::fs::read_to_string(&reflect_path)
+        .map_err(|e| ServiceError::Config(format!("{}: {e}", reflect_path.display())))?;
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, reflect::CONSUMES),
+        Arc::new(reflect::Reflector::new(
+            ctx.clone(),
+            llm.clone(),
+            reflect_template,
+        )),
+    ));
     let handler = Arc::new(Worker {
         ctx: ctx.clone(),
         llm,

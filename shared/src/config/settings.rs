@@ -29,6 +29,27 @@ pub struct GhostSettings {
     pub llm: HashMap<String, LlmRoleConfig>,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
+    /// The mood computation and how the persona asks for it.
+    pub mood: MoodSettings,
+}
+
+/// `mood:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MoodSettings {
+    /// Constants of the mood integral and the response-policy knobs (seed 004).
+    pub constants: crate::affect::MoodConstants,
+    /// How long the persona waits for `ghost.mood.get` before using the calm default.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for MoodSettings {
+    fn default() -> Self {
+        Self {
+            constants: crate::affect::MoodConstants::default(),
+            request_timeout_ms: 500,
+        }
+    }
 }
 
 /// `database:`.
@@ -123,6 +144,10 @@ pub struct PersonaSettings {
     pub prompt_file: PathBuf,
     /// How many earlier turns of the session the prompt includes.
     pub history_turns: usize,
+    /// The line after which the model writes its affect JSON (never shown to users).
+    pub affect_marker: String,
+    /// The instruction asking for the affect trailer (relative to the repository root).
+    pub affect_prompt_file: PathBuf,
 }
 
 impl Default for PersonaSettings {
@@ -131,6 +156,8 @@ impl Default for PersonaSettings {
             character: "kuro".into(),
             prompt_file: PathBuf::from("prompts/persona.md"),
             history_turns: 12,
+            affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
+            affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
         }
     }
 }
@@ -276,6 +303,20 @@ impl GhostSettings {
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;
         }
+        if self.persona.affect_marker.trim().is_empty() || self.persona.affect_marker.contains('\n')
+        {
+            return Err(ConfigError::invalid(
+                "persona.affect_marker",
+                "must be one non-empty line",
+            ));
+        }
+        if let Err(e) = self.mood.constants.validate() {
+            return Err(ConfigError::invalid(
+                format!("mood.constants.{}", e.field),
+                e.to_string(),
+            ));
+        }
+        positive("mood.request_timeout_ms", self.mood.request_timeout_ms)?;
         for (role, llm) in &self.llm {
             validate_llm(&format!("llm.{role}"), llm)?;
         }

@@ -2,9 +2,9 @@
 
 use ghost_shared::affect::{AffectLabel, ResponsePolicy};
 
-use super::constants::{ConstantsError, MoodConstants};
 use super::episode::{Episode, EpisodeError, RawEpisode};
-use super::state::{MoodComponents, MoodState};
+use ghost_shared::affect::{ConstantsError, MoodConstants};
+use ghost_shared::affect::{MoodComponents, MoodState};
 
 /// Accumulator slot of `neutral`: summed into and then discarded, so the hot loop has no branch.
 const NEUTRAL_SLOT: usize = 4;

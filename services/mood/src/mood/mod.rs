@@ -9,13 +9,10 @@
 //! [`MoodProjection`] the incremental form the mood service keeps (identical results).
 
 mod compute;
-mod constants;
 mod episode;
 mod projection;
-mod state;
 
 pub use compute::{mood_at, probe, MoodInputError};
-pub use constants::{ConstantsError, MoodConstants};
 pub use episode::{Episode, EpisodeError};
+pub use ghost_shared::affect::{ConstantsError, MoodComponents, MoodConstants, MoodState};
 pub use projection::{MoodProjection, ProjectionError};
-pub use state::{MoodComponents, MoodState};

@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::compute::{evaluate, prepare, Prepared};
-use super::constants::{ConstantsError, MoodConstants};
 use super::episode::{Episode, EpisodeError};
-use super::state::MoodState;
+use ghost_shared::affect::MoodState;
+use ghost_shared::affect::{ConstantsError, MoodConstants};
 
 /// The newest `max_episodes` labelled episodes, kept sorted by time with their `now`-independent
 /// factors precomputed, so that [`apply`](Self::apply) is O(1) for in-order arrivals and

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use ghost_shared::affect::{AffectLabel, ResponsePolicy};
+use super::{AffectLabel, ResponsePolicy};
 
 /// The four squashed per-label sums, each 0..1.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

@@ -1,0 +1,88 @@
+//! `/api/partner_mood`: the debug API of the persona's mood (seed 004).
+//!
+//! `GET` returns the value used for the last reply (or the default) — never a fresh
+//! computation; `PUT` replaces it entirely with a validated override, held in the mood
+//! service's memory only (lost on restart); `DELETE` returns to the computed value.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use ghost_shared::affect::MoodState;
+use ghost_shared::mood_api::{self, MoodAnswer, MoodApiError, MoodDebugRequest};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// `?persona=<id>`; the chat persona when absent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaParam {
+    persona: Option<String>,
+}
+
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+async fn ask(state: &AppState, request: MoodDebugRequest) -> Result<Json<MoodAnswer>, ApiError> {
+    match mood_api::request(state.ctx.bus(), mood_api::DEBUG_SUBJECT, &request, TIMEOUT).await {
+        Ok(answer) => Ok(Json(answer)),
+        Err(e @ (MoodApiError::Timeout(_) | MoodApiError::Request(_))) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "mood_unavailable",
+            format!("the mood service is not answering: {e}"),
+        )),
+        Err(e) => Err(ApiError::internal("mood service error", e)),
+    }
+}
+
+fn persona(state: &AppState, param: PersonaParam) -> String {
+    param
+        .persona
+        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone())
+}
+
+/// `GET /api/partner_mood`.
+pub async fn get(
+    State(state): State<AppState>,
+    Query(p): Query<PersonaParam>,
+) -> Result<Json<MoodAnswer>, ApiError> {
+    let persona = persona(&state, p);
+    ask(&state, MoodDebugRequest::Get { persona }).await
+}
+
+/// `PUT /api/partner_mood`: the whole state, `{"label", "intensity", "components", "response_policy"}`.
+pub async fn put(
+    State(state): State<AppState>,
+    Query(p): Query<PersonaParam>,
+    body: Bytes,
+) -> Result<Json<MoodAnswer>, ApiError> {
+    let mood: MoodState = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::bad_request(
+            "invalid_mood",
+            format!("body must be a whole mood state {{label, intensity, components, response_policy}}: {e}"),
+        )
+    })?;
+    mood.validate()
+        .map_err(|e| ApiError::bad_request("invalid_mood", e.to_string()))?;
+    let persona = persona(&state, p);
+    ask(
+        &state,
+        MoodDebugRequest::Put {
+            persona,
+            state: mood,
+        },
+    )
+    .await
+}
+
+/// `DELETE /api/partner_mood`.
+pub async fn delete(
+    State(state): State<AppState>,
+    Query(p): Query<PersonaParam>,
+) -> Result<Json<MoodAnswer>, ApiError> {
+    let persona = persona(&state, p);
+    ask(&state, MoodDebugRequest::Delete { persona }).await
+}

@@ -1,0 +1,184 @@
+//! The mood service: keeps `partner_mood_state` current and answers `mood.get` and the
+//! debug API over core NATS.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use ghost_shared::affect::MoodState;
+use ghost_shared::mood_api::{MoodAnswer, MoodDebugRequest, MoodQuery, DEBUG_SUBJECT, GET_SUBJECT};
+use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use serde_json::json;
+use tracing::warn;
+
+use crate::episodes::MoodEpisodes;
+
+/// What this process remembers for the debug API (in memory only, lost on restart).
+#[derive(Debug, Default)]
+struct DebugState {
+    /// The value last handed out for a reply, per persona.
+    last_used: HashMap<String, MoodState>,
+    /// Overrides set through `PUT /api/partner_mood`, per persona.
+    overrides: HashMap<String, MoodState>,
+}
+
+/// The running mood service's shared state.
+struct Mood {
+    ctx: ServiceContext,
+    episodes: MoodEpisodes,
+    debug: Mutex<DebugState>,
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Mood {
+    /// The state a reply should use: the override, or the computed value at `now`.
+    async fn answer(&self, query: MoodQuery) -> Result<MoodAnswer, String> {
+        let overridden = self
+            .debug
+            .lock()
+            .map_err(|e| e.to_string())?
+            .overrides
+            .get(&query.persona)
+            .copied();
+        let (state, overridden) = match overridden {
+            Some(state) => (state, true),
+            None => {
+                let window = self
+                    .episodes
+                    .load(self.ctx.store().pool(), &query.persona)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                (window.state_at(query.now.unwrap_or_else(now_unix)), false)
+            }
+        };
+        self.debug
+            .lock()
+            .map_err(|e| e.to_string())?
+            .last_used
+            .insert(query.persona.clone(), state);
+        Ok(MoodAnswer {
+            persona: query.persona,
+            state,
+            overridden,
+        })
+    }
+
+    fn debug(&self, request: MoodDebugRequest) -> Result<MoodAnswer, String> {
+        let mut debug = self.debug.lock().map_err(|e| e.to_string())?;
+        let persona = match request {
+            MoodDebugRequest::Get { persona } => persona,
+            MoodDebugRequest::Put { persona, state } => {
+                state.validate().map_err(|e| e.to_string())?;
+                debug.overrides.insert(persona.clone(), state);
+                persona
+            }
+            MoodDebugRequest::Delete { persona } => {
+                debug.overrides.remove(&persona);
+                persona
+            }
+        };
+        let (state, overridden) = match debug.overrides.get(&persona) {
+            Some(s) => (*s, true),
+            None => (
+                debug.last_used.get(&persona).copied().unwrap_or_default(),
+                false,
+            ),
+        };
+        Ok(MoodAnswer {
+            persona,
+            state,
+            overridden,
+        })
+    }
+}
+
+async fn respond(
+    ctx: &ServiceContext,
+    reply: Option<async_nats::Subject>,
+    body: serde_json::Value,
+) {
+    let Some(reply) = reply else { return };
+    if let Err(e) = ctx
+        .bus()
+        .client()
+        .publish(reply, Bytes::from(body.to_string()))
+        .await
+    {
+        warn!(error = %e, "mood reply failed");
+    }
+}
+
+async fn serve_gets(mood: Arc<Mood>) -> Result<(), ServiceError> {
+    let bus = mood.ctx.bus();
+    let mut sub = bus
+        .client()
+        .queue_subscribe(bus.core_subject(GET_SUBJECT), "mood".into())
+        .await
+        .map_err(|e| ServiceError::Config(format!("cannot subscribe to mood.get: {e}")))?;
+    while let Some(message) = sub.next().await {
+        let mood = mood.clone();
+        tokio::spawn(async move {
+            let body = match serde_json::from_slice::<MoodQuery>(&message.payload) {
+                Ok(query) => match mood.answer(query).await {
+                    Ok(answer) => serde_json::to_value(answer).unwrap_or_default(),
+                    Err(e) => json!({ "error": e }),
+                },
+                Err(e) => json!({ "error": format!("invalid mood query: {e}") }),
+            };
+            respond(&mood.ctx, message.reply, body).await;
+        });
+    }
+    Ok(())
+}
+
+async fn serve_debug(mood: Arc<Mood>) -> Result<(), ServiceError> {
+    let bus = mood.ctx.bus();
+    let mut sub = bus
+        .client()
+        .queue_subscribe(bus.core_subject(DEBUG_SUBJECT), "mood".into())
+        .await
+        .map_err(|e| ServiceError::Config(format!("cannot subscribe to mood.debug: {e}")))?;
+    while let Some(message) = sub.next().await {
+        let body = match serde_json::from_slice::<MoodDebugRequest>(&message.payload) {
+            Ok(request) => match mood.debug(request) {
+                Ok(answer) => serde_json::to_value(answer).unwrap_or_default(),
+                Err(e) => json!({ "error": e }),
+            },
+            Err(e) => json!({ "error": format!("invalid debug request: {e}") }),
+        };
+        respond(&mood.ctx, message.reply, body).await;
+    }
+    Ok(())
+}
+
+/// Starts the projection and the responders.
+pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
+    let mut handle = ServiceHandle::new(crate::SERVICE);
+    let constants = ctx.config.ghost.mood.constants;
+    let episodes = MoodEpisodes::new(constants);
+    let p = &ctx.config.ghost.projections;
+    let runner = ProjectionRunner::new(
+        ctx.store().clone(),
+        Arc::new(episodes.clone()),
+        p.batch_size,
+        Duration::from_millis(p.poll_interval_ms),
+    );
+    handle.tasks.push(tokio::spawn(runner.run()));
+    let mood = Arc::new(Mood {
+        ctx,
+        episodes,
+        debug: Mutex::new(DebugState::default()),
+    });
+    handle.spawn(serve_gets(mood.clone()));
+    handle.spawn(serve_debug(mood));
+    Ok(handle)
+}
