@@ -10,7 +10,7 @@ use sqlx::{Postgres, Row, Transaction};
 use tracing::{debug, warn};
 
 use crate::event::RecordedEvent;
-use crate::store::{EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
+use crate::store::{read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
 
 /// Failure while projecting.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +132,7 @@ impl ProjectionRunner {
             return Ok((0, false));
         }
         let from = checkpoint(&mut *tx, self.projection.name()).await?;
-        let events = self.store.read_all_after(from, self.batch_size).await?;
+        let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
         let Some(last) = events.last() else {
             return Ok((0, true));
         };
@@ -168,7 +168,7 @@ impl ProjectionRunner {
         let mut from = ReadPosition::START;
         let mut total = 0;
         loop {
-            let events = self.store.read_all_after(from, self.batch_size).await?;
+            let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
             let Some(last) = events.last() else { break };
             from = ReadPosition::of(last);
             for event in &events {

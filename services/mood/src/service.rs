@@ -19,7 +19,7 @@ use crate::episodes::MoodEpisodes;
 /// What this process remembers for the debug API (in memory only, lost on restart).
 #[derive(Debug, Default)]
 struct DebugState {
-    /// The value last handed out for a reply, per persona.
+    /// The computed value last handed out for a reply, per persona.
     last_used: HashMap<String, MoodState>,
     /// Overrides set through `PUT /api/partner_mood`, per persona.
     overrides: HashMap<String, MoodState>,
@@ -60,11 +60,14 @@ impl Mood {
                 (window.state_at(query.now.unwrap_or_else(now_unix)), false)
             }
         };
-        self.debug
-            .lock()
-            .map_err(|e| e.to_string())?
-            .last_used
-            .insert(query.persona.clone(), state);
+        if !overridden {
+            // What GET shows once an override is cleared: the last computed value used.
+            self.debug
+                .lock()
+                .map_err(|e| e.to_string())?
+                .last_used
+                .insert(query.persona.clone(), state);
+        }
         Ok(MoodAnswer {
             persona: query.persona,
             state,

@@ -49,8 +49,10 @@ mod tests {
 
     #[test]
     fn anger_with_refusal_allowed_reaches_the_guide() {
-        let mut s = MoodState::default();
-        s.label = AffectLabel::Anger;
+        let mut s = MoodState {
+            label: AffectLabel::Anger,
+            ..Default::default()
+        };
         s.components.anger = 0.9;
         s.response_policy.refusal_allowed = true;
         s.response_policy.refusal_bias = 0.8;

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use append::{AppendOutcome, ExpectedVersion};
-pub use read::ReadPosition;
+pub use read::{read_all_after_in, ReadPosition};
 
 /// Channel on which every append notifies (payload: the stream name), to wake readers.
 pub const NOTIFY_CHANNEL: &str = "ghost_events";

@@ -137,17 +137,27 @@ impl EventStore {
         from: ReadPosition,
         limit: i64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events \
-             WHERE (tx_id, position) > ($1, $2) \
-               AND tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
-             ORDER BY tx_id, position LIMIT $3"
-        ))
-        .bind(from.tx_id)
-        .bind(from.position)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(row_to_event).collect()
+        read_all_after_in(&self.pool, from, limit).await
     }
+}
+
+/// [`EventStore::read_all_after`] on a given connection or transaction (a projection reads
+/// inside the transaction that holds its lock, so it never needs a second connection).
+pub async fn read_all_after_in<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    from: ReadPosition,
+    limit: i64,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let rows = sqlx::query(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events \
+         WHERE (tx_id, position) > ($1, $2) \
+           AND tx_id < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+         ORDER BY tx_id, position LIMIT $3"
+    ))
+    .bind(from.tx_id)
+    .bind(from.position)
+    .bind(limit)
+    .fetch_all(executor)
+    .await?;
+    rows.iter().map(row_to_event).collect()
 }
