@@ -67,6 +67,9 @@ impl TestEnv {
             ("GHOST_LLM__PERSONA__TIMEOUT_SECS".into(), "5".into()),
             ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),
+            // Never the real cloud from a test: tests of CODE point it at their own fake.
+            ("GHOST_LLM__CODER__BASE_URL".into(), llm_base_url.into()),
+            ("GHOST_LLM__CODER__TIMEOUT_SECS".into(), "5".into()),
             ("GHOST_API_TOKEN".into(), "test-token".into()),
         ];
         for (k, v) in extra {
