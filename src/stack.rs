@@ -19,13 +19,16 @@ pub enum ServiceName {
     Worker,
     /// Writes every reply.
     Persona,
+    /// CODE on the cloud model.
+    Coder,
 }
 
 impl ServiceName {
     /// Every service, in start order (consumers before the front door).
-    pub const ALL: [ServiceName; 4] = [
+    pub const ALL: [ServiceName; 5] = [
         ServiceName::Router,
         ServiceName::Worker,
+        ServiceName::Coder,
         ServiceName::Persona,
         ServiceName::Gateway,
     ];
@@ -37,6 +40,7 @@ impl ServiceName {
             ServiceName::Router => ghost_router::SERVICE,
             ServiceName::Worker => ghost_worker::SERVICE,
             ServiceName::Persona => ghost_persona::SERVICE,
+            ServiceName::Coder => ghost_coder::SERVICE,
         }
     }
 }
@@ -89,6 +93,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
             ServiceName::Router => ghost_router::start(sctx).await,
             ServiceName::Worker => ghost_worker::start(sctx).await,
             ServiceName::Persona => ghost_persona::start(sctx).await,
+            ServiceName::Coder => ghost_coder::start(sctx).await,
         };
         match handle {
             Ok(h) => handles.push(h),
@@ -112,9 +117,14 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
 pub fn projection_by_name(name: &str) -> Option<Arc<dyn Projection>> {
     match name {
         AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
-        _ => None,
+        other => ghost_router::projections().into_iter().find(|p| p.name() == other),
     }
 }
 
 /// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 1] = [AssistantTextProjection::NAME];
+pub const PROJECTIONS: [&str; 4] = [
+    AssistantTextProjection::NAME,
+    ghost_router::projections::RoutingSessionsProjection::NAME,
+    ghost_router::projections::RoutingLogProjection::NAME,
+    ghost_router::projections::AnalyzeResultsProjection::NAME,
+];

@@ -7,6 +7,7 @@
 pub mod next_speaker;
 pub mod prompt;
 pub mod render;
+pub mod routing_notes;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,6 +16,7 @@ use ghost_shared::store::ExpectedVersion;
 use ghost_shared::turn_stream::TurnStreamMessage;
 
 use crate::prompt::PersonaPrompt;
+use crate::routing_notes;
 
 /// Step names: the ids of a render's outcome events derive from the request and these.
 const STEP_REPLIED: &str = "AssistantReplied";
@@ -101,22 +102,37 @@ impl Renderer {
         let skip = history.len().saturating_sub(history_turns);
         let mut messages = Vec::with_capacity(history_turns + 2);
         messages.push(ChatMessage::system(self.system_prompt.clone()));
+        messages.extend(routing_notes::summary_message(request));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
         if let Some(result) = &request.work_result {
             user.push_str("\n\n[task result to convey]\n");
             user.push_str(&result.to_string());
+            user.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
+        user.push_str(routing_notes::notice_note(request).unwrap_or_default());
         messages.push(ChatMessage::user(user));
         Ok(messages)
     }
 
-    /// Streams the model's reply to the turn's subject; the whole text, or why not.
-    async fn generate(&self, turn: &Uuid, messages: &[ChatMessage]) -> Result<String, LlmError> {
+    /// Streams the model's reply to the turn's subject, after `prefix` (the route
+    /// declaration) when there is one; the whole text, or why not.
+    async fn generate(
+        &self,
+        turn: &Uuid,
+        messages: &[ChatMessage],
+        prefix: Option<String>,
+    ) -> Result<String, LlmError> {
         let attempt = Uuid::new_v4();
         let mut stream = self.llm.chat_stream(messages).await?;
         let mut text = String::new();
         let mut seq = 0;
+        if let Some(delta) = prefix {
+            text.push_str(&delta);
+            self.publish(turn, &TurnStreamMessage::Token { attempt, seq, delta })
+                .await;
+            seq += 1;
+        }
         while let Some(delta) = stream.next().await {
             let delta = delta?;
             if delta.is_empty() {
@@ -174,7 +190,8 @@ impl EventHandler for Renderer {
 
         let messages = self.messages(&request, &event).await?;
         let service = self.ctx.service;
-        let (new_event, message) = match self.generate(&turn, &messages).await {
+        let prefix = routing_notes::declaration_prefix(&request);
+        let (new_event, message) = match self.generate(&turn, &messages, prefix).await {
             Ok(text) => {
                 let text = text.trim().to_owned();
                 let replied = AssistantReplied {
