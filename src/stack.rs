@@ -122,9 +122,7 @@ pub fn projection_by_name(name: &str) -> Option<Arc<dyn Projection>> {
 }
 
 /// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 4] = [
+pub const PROJECTIONS: [&str; 2] = [
     AssistantTextProjection::NAME,
-    ghost_router::projections::RoutingSessionsProjection::NAME,
-    ghost_router::projections::RoutingLogProjection::NAME,
-    ghost_router::projections::AnalyzeResultsProjection::NAME,
+    ghost_router::projections::RoutingProjection::NAME,
 ];

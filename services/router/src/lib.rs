@@ -22,7 +22,7 @@ use ghost_shared::projection::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 pub use flow::Router;
-use projections::{AnalyzeResultsProjection, RoutingLogProjection, RoutingSessionsProjection};
+use projections::RoutingProjection;
 use routing::RoutingConfig;
 
 /// This service's name.
@@ -37,13 +37,10 @@ pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, Servic
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
 }
 
-/// The router's projections (also rebuilt by `ghost projections rebuild <name>`).
+/// The router's projections (also rebuilt by `ghost projections rebuild <name>`): one
+/// runner feeds `routing_sessions`, `routing_log` and `analyze_results`.
 pub fn projections() -> Vec<Arc<dyn Projection>> {
-    vec![
-        Arc::new(RoutingSessionsProjection),
-        Arc::new(RoutingLogProjection),
-        Arc::new(AnalyzeResultsProjection),
-    ]
+    vec![Arc::new(RoutingProjection)]
 }
 
 /// Starts the router's consumers and projections.

@@ -116,6 +116,7 @@ impl EventHandler for Classifier {
                 reply(None, Some(err.to_string()))?
             }
         };
+        ghost_shared::fault::point("worker.classify.after_call");
         self.append(&request.session_id, e).await?;
         Ok(())
     }

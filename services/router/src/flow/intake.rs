@@ -22,10 +22,11 @@ pub const MODE_CLASSIFIER: &str = "classifier";
 /// `mode` of a `ClassifyRequested` for Kuro's delegation decision.
 pub const MODE_KURO: &str = "kuro";
 
+/// How the entry mode is logged: the kuro mode as the seed's `line_forced_chat`.
 fn entry_name(mode: EntryMode) -> &'static str {
     match mode {
         EntryMode::Router => "router",
-        EntryMode::Kuro => "kuro",
+        EntryMode::Kuro => "line_forced_chat",
     }
 }
 

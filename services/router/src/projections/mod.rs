@@ -23,3 +23,40 @@ pub(crate) fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> 
         reason: e.to_string(),
     }
 }
+
+use ghost_shared::projection::Projection;
+use sqlx::{Postgres, Transaction};
+
+/// The router's three read models behind one checkpoint and one runner (`routing`): a
+/// projection runner holds a listener connection and two pool connections while it works,
+/// so one runner instead of three keeps the router light on the pool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RoutingProjection;
+
+impl RoutingProjection {
+    /// Projection name (checkpoint key, `ghost projections rebuild routing`).
+    pub const NAME: &'static str = "routing";
+}
+
+#[async_trait::async_trait]
+impl Projection for RoutingProjection {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        RoutingSessionsProjection.apply(tx, event).await?;
+        RoutingLogProjection.apply(tx, event).await?;
+        AnalyzeResultsProjection.apply(tx, event).await
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        RoutingSessionsProjection.reset(tx).await?;
+        RoutingLogProjection.reset(tx).await?;
+        AnalyzeResultsProjection.reset(tx).await
+    }
+}
