@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use ghost::stack::ServiceName;
 use ghost_shared::event::RecordedEvent;
 use ghost_shared::fake_llm::{FakeLlm, RecordedRequest, Script};
 use serde_json::Value;
@@ -88,6 +89,15 @@ pub struct RoutingApp {
 impl RoutingApp {
     /// Starts everything with `scripts` and extra overrides.
     pub async fn spawn(scripts: Scripts, extra: &[(&str, &str)]) -> RoutingApp {
+        Self::spawn_services(&ServiceName::ALL, scripts, extra).await
+    }
+
+    /// Starts `services` in this process (others may run as child processes).
+    pub async fn spawn_services(
+        services: &[ServiceName],
+        scripts: Scripts,
+        extra: &[(&str, &str)],
+    ) -> RoutingApp {
         let cloud = FakeLlm::start().await.expect("fake cloud");
         let cloud_url = cloud.base_url();
         let mut vars: Vec<(&str, &str)> = vec![
@@ -99,7 +109,7 @@ impl RoutingApp {
             ("GHOST_CLOUD_API_KEY", "cloud-test-key"),
         ];
         vars.extend_from_slice(extra);
-        let app = TestApp::spawn(&vars).await;
+        let app = TestApp::spawn_services(services, &vars).await;
         app.llm.set_responder(move |r| {
             let text = match kind(r) {
                 Kind::Classifier => scripts
