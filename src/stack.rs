@@ -117,7 +117,9 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
 pub fn projection_by_name(name: &str) -> Option<Arc<dyn Projection>> {
     match name {
         AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
-        other => ghost_router::projections().into_iter().find(|p| p.name() == other),
+        other => ghost_router::projections()
+            .into_iter()
+            .find(|p| p.name() == other),
     }
 }
 

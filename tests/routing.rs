@@ -83,7 +83,10 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
         assert_eq!(first, &expected_reply(line), "{text:?}");
         assert_eq!(second, &expected_reply(None), "{text:?}: same route again");
         // The classifier was asked once per message exactly when the case scripts a reply.
-        let asked = r.of_type(session, ClassifyRequested::EVENT_TYPE).await.len();
+        let asked = r
+            .of_type(session, ClassifyRequested::EVENT_TYPE)
+            .await
+            .len();
         let want_asked = if scripted_reply(case).is_some() { 2 } else { 0 };
         assert_eq!(asked, want_asked, "{text:?}");
         let model_asked = r
@@ -107,7 +110,10 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
     // Only CODE reached the cloud, once per CODE message.
     let cloud = r.cloud.requests();
     assert_eq!(
-        cloud.iter().filter(|q| q.path.ends_with("/chat/completions")).count(),
+        cloud
+            .iter()
+            .filter(|q| q.path.ends_with("/chat/completions"))
+            .count(),
         code_messages
     );
     assert!(cloud
@@ -150,12 +156,18 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
     assert_eq!(code_rows[0].first_route.as_deref(), Some("CODE"));
     assert_eq!(code_rows[0].first_source.as_deref(), Some("explicit"));
     assert!(code_rows[0].user_override);
-    assert_eq!((code_rows[0].coder_calls, code_rows[0].worker_calls), (1, 0));
+    assert_eq!(
+        (code_rows[0].coder_calls, code_rows[0].worker_calls),
+        (1, 0)
+    );
     assert_eq!(code_rows[0].final_route.as_deref(), Some("CODE"));
     assert_eq!(code_rows[0].risk.as_deref(), Some("low"));
     assert_eq!(code_rows[0].needs_next_loop, Some(false));
     let failed_rows = rows(unparsable).await;
-    assert_eq!(failed_rows[0].first_source.as_deref(), Some("classifier_failed"));
+    assert_eq!(
+        failed_rows[0].first_source.as_deref(),
+        Some("classifier_failed")
+    );
     assert_eq!(failed_rows[0].parse_failures[0]["kind"], "unparsable");
     let below_rows = rows(below).await;
     assert_eq!(below_rows[0].classifier_route.as_deref(), Some("PLAN"));
@@ -199,7 +211,11 @@ async fn local_only_sends_nothing_to_the_cloud_until_cloud_lifts_it() {
             assert_eq!(r.cloud.request_count(), before + 1, "{steps:?}");
             assert_eq!(last_reply, format!("コーディングするね。\n{PERSONA_REPLY}"));
         } else {
-            assert_eq!(r.cloud.request_count(), before, "{steps:?}: no cloud request");
+            assert_eq!(
+                r.cloud.request_count(),
+                before,
+                "{steps:?}: no cloud request"
+            );
             assert_eq!(last_render["notice"], "cloud_required", "{steps:?}");
             // Blocked CODE is not announced as coding.
             assert_eq!(last_reply, PERSONA_REPLY, "{steps:?}");
@@ -225,7 +241,11 @@ fn misbehaving_worker(task: &str) -> String {
     if task.contains("loop-forever") {
         r#"{"result":"partial","needs_next_loop":true,"why":"more to do","next_actions":["continue"],"questions_for_user":[],"confidence":0.9,"risk":"low"}"#.to_owned()
     } else if task.contains("wrong-route") {
-        let suggested = if task.contains("did not fit") { "PLAN" } else { "OPS" };
+        let suggested = if task.contains("did not fit") {
+            "PLAN"
+        } else {
+            "OPS"
+        };
         format!(
             r#"{{"result":"not mine","needs_next_loop":false,"why":"wrong route","next_actions":[],"questions_for_user":[],"confidence":0.9,"risk":"low","fit":false,"suggested_route":"{suggested}"}}"#
         )
@@ -253,7 +273,10 @@ async fn loop_controller_limits_loops_reroutes_once_and_stops_on_malformed_outpu
         .filter_map(|w| w.payload["loop_index"].as_u64())
         .collect();
     assert_eq!(indexes, [1, 2, 3]);
-    assert!(works[1].payload["task"].as_str().unwrap_or_default().contains("continue"));
+    assert!(works[1].payload["task"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("continue"));
     let render = payload(&r.of_type("loop", RenderRequested::EVENT_TYPE).await);
     assert_eq!(render["work_result"]["status"], "limit_reached");
     assert_eq!(render["work_result"]["result"], "partial");
@@ -290,7 +313,10 @@ async fn loop_controller_limits_loops_reroutes_once_and_stops_on_malformed_outpu
     assert_eq!(works.len(), 1);
     let render = payload(&r.of_type("garbage", RenderRequested::EVENT_TYPE).await);
     assert_eq!(render["work_result"]["status"], "failed");
-    assert!(render["work_result"]["result"].is_null(), "no raw output is conveyed");
+    assert!(
+        render["work_result"]["result"].is_null(),
+        "no raw output is conveyed"
+    );
     let decided = payload(&r.of_type("garbage", LoopDecided::EVENT_TYPE).await);
     assert_eq!(decided["decision"], "render_failure");
     assert!(decided["failure"]
@@ -319,12 +345,18 @@ async fn kuro_mode_delegates_through_the_same_gates() {
     let reply = r.say("k1", "引っ越しどうしよう").await;
     assert_eq!(reply, format!("段取りを組むね。\n{PERSONA_REPLY}"));
     let d = payload(&r.of_type("k1", RouteDecided::EVENT_TYPE).await);
-    assert_eq!((d["route"].as_str(), d["source"].as_str()), (Some("PLAN"), Some("kuro")));
+    assert_eq!(
+        (d["route"].as_str(), d["source"].as_str()),
+        (Some("PLAN"), Some("kuro"))
+    );
     assert_eq!(d["entry"], "line_forced_chat");
     // The CODE guard applies to Kuro as to the classifier: no evidence, no CODE.
     r.say("k2", "ちょっと手伝ってほしい").await;
     let d = payload(&r.of_type("k2", RouteDecided::EVENT_TYPE).await);
-    assert_eq!((d["route"].as_str(), d["source"].as_str()), (Some("CHAT"), Some("kuro")));
+    assert_eq!(
+        (d["route"].as_str(), d["source"].as_str()),
+        (Some("CHAT"), Some("kuro"))
+    );
     assert_eq!(d["detail"]["fallback"]["kind"], "code_guard");
     // Unparsable delegation: discarded, CHAT.
     r.say("k3", "ねえねえ").await;
@@ -335,7 +367,11 @@ async fn kuro_mode_delegates_through_the_same_gates() {
     let d = payload(&r.of_type("k4", RouteDecided::EVENT_TYPE).await);
     assert_eq!(d["source"], "explicit");
     assert_eq!(r.requests(Kind::Kuro).len(), 3);
-    assert_eq!(r.requests(Kind::Classifier).len(), 0, "no front classifier in kuro mode");
+    assert_eq!(
+        r.requests(Kind::Classifier).len(),
+        0,
+        "no front classifier in kuro mode"
+    );
     assert_eq!(r.cloud.request_count(), 0);
     r.cleanup().await;
 }
@@ -358,10 +394,16 @@ async fn short_memory_is_summarized_and_used_in_prompts() {
     .await;
     r.say("m", "/plan three").await;
     let work = r.requests(Kind::Work);
-    let task = work.last().and_then(|q| q.last_user_text()).unwrap_or_default();
+    let task = work
+        .last()
+        .and_then(|q| q.last_user_text())
+        .unwrap_or_default();
     assert!(task.contains("short summary of the talk"), "{task}");
     let persona = r.requests(Kind::Persona);
-    let system = persona.last().and_then(|q| q.system_text()).unwrap_or_default();
+    let system = persona
+        .last()
+        .and_then(|q| q.system_text())
+        .unwrap_or_default();
     assert!(system.contains("short summary of the talk"), "{system}");
     assert_eq!(r.requests(Kind::Summary).len(), 1);
     r.cleanup().await;
@@ -374,7 +416,10 @@ fn route_probe_prints_the_first_stage_as_json() {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
             .arg("route")
             .args(args)
-            .env("GHOST_CONFIG_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/config"))
+            .env(
+                "GHOST_CONFIG_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+            )
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()

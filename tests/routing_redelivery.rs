@@ -10,8 +10,8 @@ use ghost::stack::ServiceName;
 use ghost_shared::bus::EventHandler;
 use ghost_shared::event::EventPayload;
 use ghost_shared::events::{
-    ClassifierCallStarted, ClassifierReplied, ClassifyRequested, RouteDecided,
-    UserMessageReceived, WorkRequested,
+    ClassifierCallStarted, ClassifierReplied, ClassifyRequested, RouteDecided, UserMessageReceived,
+    WorkRequested,
 };
 use routing_support::{payload, Kind, RoutingApp, Scripts};
 
@@ -47,7 +47,11 @@ async fn redelivered_events_never_call_the_classifier_again() {
         }
     }
     assert_eq!(r.app.event_count().await, events_before, "nothing appended");
-    assert_eq!(r.requests(Kind::Classifier).len(), 1, "the classifier was not asked again");
+    assert_eq!(
+        r.requests(Kind::Classifier).len(),
+        1,
+        "the classifier was not asked again"
+    );
     r.cleanup().await;
 }
 
@@ -82,9 +86,15 @@ async fn a_worker_killed_after_the_classifier_call_does_not_call_it_again() {
         .expect("the armed worker crashes")
         .expect("exit status");
     assert!(!status.success());
-    assert_eq!(r.requests(Kind::Classifier).len(), 1, "called once before the crash");
     assert_eq!(
-        r.of_type("kill", ClassifierCallStarted::EVENT_TYPE).await.len(),
+        r.requests(Kind::Classifier).len(),
+        1,
+        "called once before the crash"
+    );
+    assert_eq!(
+        r.of_type("kill", ClassifierCallStarted::EVENT_TYPE)
+            .await
+            .len(),
         1
     );
 
@@ -94,10 +104,16 @@ async fn a_worker_killed_after_the_classifier_call_does_not_call_it_again() {
     assert_eq!(events.last().map(|e| e.event.as_str()), Some("done"));
     assert_eq!(r.requests(Kind::Classifier).len(), 1, "never called twice");
     let reply = payload(&r.of_type("kill", ClassifierReplied::EVENT_TYPE).await);
-    assert!(reply["raw"].is_null() && reply["error"].is_string(), "{reply}");
+    assert!(
+        reply["raw"].is_null() && reply["error"].is_string(),
+        "{reply}"
+    );
     let decided = payload(&r.of_type("kill", RouteDecided::EVENT_TYPE).await);
     assert_eq!(decided["route"], "CHAT");
     assert_eq!(decided["source"], "classifier_failed");
-    assert!(r.of_type("kill", WorkRequested::EVENT_TYPE).await.is_empty());
+    assert!(r
+        .of_type("kill", WorkRequested::EVENT_TYPE)
+        .await
+        .is_empty());
     r.cleanup().await;
 }

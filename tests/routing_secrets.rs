@@ -80,7 +80,10 @@ async fn planted_secrets_never_reach_the_cloud_or_the_logs() {
     assert_eq!(cloud.len(), 2, "both CODE messages reached the cloud");
     for request in &cloud {
         let body = request.body.to_string();
-        assert!(body.contains("[REDACTED"), "the masked task was sent: {body}");
+        assert!(
+            body.contains("[REDACTED"),
+            "the masked task was sent: {body}"
+        );
         for secret in SECRETS {
             assert!(!body.contains(secret), "{secret} reached the cloud: {body}");
         }
@@ -95,12 +98,18 @@ async fn planted_secrets_never_reach_the_cloud_or_the_logs() {
     .await;
     let input = row.input_masked.unwrap_or_default();
     for secret in SECRETS {
-        assert!(!input.contains(secret), "{secret} in the routing log: {input}");
+        assert!(
+            !input.contains(secret),
+            "{secret} in the routing log: {input}"
+        );
     }
 
     let logs = capture.text();
     assert!(logs.contains("route decided"), "logs were captured");
-    assert!(logs.contains("coder run on the cloud model"), "logs were captured");
+    assert!(
+        logs.contains("coder run on the cloud model"),
+        "logs were captured"
+    );
     for secret in SECRETS {
         assert!(!logs.contains(secret), "{secret} appears in the logs");
     }

@@ -60,10 +60,15 @@ pub fn kind(r: &RecordedRequest) -> Kind {
 /// The routed message inside a classifier/Kuro request.
 pub fn routed_text(r: &RecordedRequest) -> String {
     let user = r.last_user_text().unwrap_or_default();
-    let start = user.find("<<<MESSAGE\n").map_or(0, |i| i + "<<<MESSAGE\n".len());
+    let start = user
+        .find("<<<MESSAGE\n")
+        .map_or(0, |i| i + "<<<MESSAGE\n".len());
     let end = user.rfind("\nMESSAGE>>>").unwrap_or(user.len());
     user.get(start..end).unwrap_or_default().to_owned()
 }
+
+/// Computes the worker's output from its task.
+pub type WorkerScript = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// Scripted answers of the local model.
 #[derive(Clone, Default)]
@@ -73,7 +78,7 @@ pub struct Scripts {
     /// Kuro's delegation replies by routed text (default: CHAT 0.9).
     pub kuro: HashMap<String, String>,
     /// Worker output for a task (default: [`CONTRACT_OK`]).
-    pub worker: Option<Arc<dyn Fn(&str) -> String + Send + Sync>>,
+    pub worker: Option<WorkerScript>,
 }
 
 const CHAT_DECISION: &str = r#"{"route":"CHAT","confidence":0.9,"reason":"chat","evidence":[]}"#;
@@ -148,7 +153,10 @@ impl RoutingApp {
     /// One chat turn; the `done` event's reply text.
     pub async fn say(&self, session: &str, text: &str) -> String {
         let body = serde_json::json!({ "session_id": session, "text": text }).to_string();
-        let response = self.app.post_chat_raw(body, Some(crate::support::TOKEN)).await;
+        let response = self
+            .app
+            .post_chat_raw(body, Some(crate::support::TOKEN))
+            .await;
         let status = response.status();
         if status != 200 {
             let body = response.text().await.unwrap_or_default();
@@ -157,7 +165,10 @@ impl RoutingApp {
         let events = crate::support::read_sse(response).await;
         let last = events.last().expect("an SSE event");
         assert_eq!(last.event, "done", "{session}: {text:?}: {last:?}");
-        last.data["reply_text"].as_str().unwrap_or_default().to_owned()
+        last.data["reply_text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// Events of one type in a session.
@@ -179,5 +190,8 @@ impl RoutingApp {
 
 /// The payload of the only (or last) event of a type.
 pub fn payload(events: &[RecordedEvent]) -> Value {
-    events.last().map(|e| e.payload.clone()).unwrap_or(Value::Null)
+    events
+        .last()
+        .map(|e| e.payload.clone())
+        .unwrap_or(Value::Null)
 }

@@ -129,8 +129,15 @@ impl Renderer {
         let mut seq = 0;
         if let Some(delta) = prefix {
             text.push_str(&delta);
-            self.publish(turn, &TurnStreamMessage::Token { attempt, seq, delta })
-                .await;
+            self.publish(
+                turn,
+                &TurnStreamMessage::Token {
+                    attempt,
+                    seq,
+                    delta,
+                },
+            )
+            .await;
             seq += 1;
         }
         while let Some(delta) = stream.next().await {

@@ -23,7 +23,12 @@ pub fn summary_message(request: &RenderRequested) -> Option<ChatMessage> {
         .memory_summary
         .as_deref()
         .filter(|s| !s.trim().is_empty())
-        .map(|s| ChatMessage::system(format!("[summary of the conversation so far]\n{}", s.trim())))
+        .map(|s| {
+            ChatMessage::system(format!(
+                "[summary of the conversation so far]\n{}",
+                s.trim()
+            ))
+        })
 }
 
 /// Instructions for a notice, appended to the user's turn in the prompt.
@@ -66,4 +71,49 @@ pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
         _ => return None,
     };
     Some(note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghost_shared::events::Channel;
+
+    fn request() -> RenderRequested {
+        RenderRequested {
+            session_id: "s".into(),
+            channel: Channel::Http,
+            user_event_id: uuid::Uuid::nil(),
+            user_text: "x".into(),
+            work_result: None,
+            declaration: None,
+            notice: None,
+            memory_summary: None,
+        }
+    }
+
+    #[test]
+    fn declaration_is_a_line_before_the_reply_only_when_given() {
+        assert_eq!(declaration_prefix(&request()), None);
+        let r = RenderRequested {
+            declaration: Some("段取りを組むね。".into()),
+            ..request()
+        };
+        assert_eq!(
+            declaration_prefix(&r).as_deref(),
+            Some("段取りを組むね。\n")
+        );
+    }
+
+    #[test]
+    fn notices_and_statuses_become_instructions() {
+        let r = RenderRequested {
+            notice: Some("cloud_required".into()),
+            work_result: Some(serde_json::json!({"status": "failed"})),
+            ..request()
+        };
+        assert!(notice_note(&r).is_some_and(|n| n.contains("/cloud")));
+        assert!(status_note(&r).is_some_and(|n| n.contains("failed")));
+        assert_eq!(notice_note(&request()), None);
+        assert!(summary_message(&request()).is_none());
+    }
 }

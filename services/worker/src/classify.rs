@@ -86,8 +86,9 @@ impl EventHandler for Classifier {
             session_id: request.session_id.clone(),
             user_event_id: request.user_event_id,
         };
-        let marker = NewEvent::caused_by(&event, ClassifierCallStarted::EVENT_TYPE, &started, service)
-            .map_err(HandlerError::permanent)?;
+        let marker =
+            NewEvent::caused_by(&event, ClassifierCallStarted::EVENT_TYPE, &started, service)
+                .map_err(HandlerError::permanent)?;
         if !self.append(&request.session_id, marker).await? {
             warn!(mode = %request.mode, "classifier call was started before and never answered; not calling again");
             let e = reply(None, Some("interrupted call (not repeated)".into()))?;
@@ -109,7 +110,10 @@ impl EventHandler for Classifier {
         user.push_str(&request.text);
         user.push_str("\nMESSAGE>>>");
         info!(mode = %request.mode, "structured route decision requested from the model");
-        let e = match llm.chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)]).await {
+        let e = match llm
+            .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+            .await
+        {
             Ok(raw) => reply(Some(raw), None)?,
             Err(err) => {
                 warn!(mode = %request.mode, error = %err, "classifier call failed");

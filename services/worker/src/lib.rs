@@ -27,7 +27,8 @@ pub const SERVICE: &str = "worker";
 /// Reads a prompt file of the repository.
 pub(crate) fn prompt(ctx: &ServiceContext, file: &str) -> Result<String, ServiceError> {
     let path = ctx.config.resolve(Path::new(file));
-    std::fs::read_to_string(&path).map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
+    std::fs::read_to_string(&path)
+        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
 }
 
 /// Whether any of `steps`' outcomes of `event` is already stored (a redelivery).
@@ -61,7 +62,11 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         system: prompt(&ctx, "prompts/worker.md")?,
     });
     let persona_llm = persona_llm(&ctx)?;
-    let classifier = Arc::new(classify::Classifier::new(ctx.clone(), llm.clone(), persona_llm)?);
+    let classifier = Arc::new(classify::Classifier::new(
+        ctx.clone(),
+        llm.clone(),
+        persona_llm,
+    )?);
     let summarizer = Arc::new(summarize::Summarizer {
         ctx: ctx.clone(),
         llm,
@@ -87,7 +92,10 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
 
 /// The model Kuro speaks with: the character's own, else the `persona` role.
 fn persona_llm(ctx: &ServiceContext) -> Result<LlmClient, ServiceError> {
-    let character = ctx.config.characters.get(&ctx.config.ghost.persona.character);
+    let character = ctx
+        .config
+        .characters
+        .get(&ctx.config.ghost.persona.character);
     match character.and_then(|c| c.llm.clone()) {
         Some(cfg) => Ok(LlmClient::new(cfg, None)?),
         None => ctx.llm("persona"),

@@ -56,7 +56,10 @@ impl EventHandler for Summarizer {
         }
         let summary = match self
             .llm
-            .chat(&[ChatMessage::system(self.system.clone()), ChatMessage::user(text)])
+            .chat(&[
+                ChatMessage::system(self.system.clone()),
+                ChatMessage::user(text),
+            ])
             .await
         {
             Ok(s) => s.trim().to_owned(),
@@ -71,8 +74,13 @@ impl EventHandler for Summarizer {
             summary,
             user_turns: request.user_turns,
         };
-        let e = NewEvent::caused_by(&event, SessionSummarized::EVENT_TYPE, &done, self.ctx.service)
-            .map_err(HandlerError::permanent)?;
+        let e = NewEvent::caused_by(
+            &event,
+            SessionSummarized::EVENT_TYPE,
+            &done,
+            self.ctx.service,
+        )
+        .map_err(HandlerError::permanent)?;
         self.ctx
             .log
             .append(&stream, ExpectedVersion::Any, &[e])

@@ -52,7 +52,10 @@ impl Router {
                     .await
             }
             FirstOutcome::Decided(d) if d.source == RouteSource::LineForcedChat => {
-                info!(channel = turn.channel(), "line_forced_chat: Kuro decides on delegation");
+                info!(
+                    channel = turn.channel(),
+                    "line_forced_chat: Kuro decides on delegation"
+                );
                 self.request_decision(event, &turn, &stage, MODE_KURO).await
             }
             FirstOutcome::Decided(d) => {
@@ -109,10 +112,7 @@ impl Router {
             &self.config.dictionary,
         );
         let (dict, gates) = (&self.config.dictionary, &self.config.gates);
-        let failure = reply
-            .error
-            .clone()
-            .unwrap_or_else(|| "no reply".to_owned());
+        let failure = reply.error.clone().unwrap_or_else(|| "no reply".to_owned());
         let decision = match (kuro, reply.raw.as_deref()) {
             (true, Some(raw)) => stage.with_kuro_decision(raw, dict, gates),
             (true, None) => call_failed(DecisionOrigin::Kuro, failure),

@@ -14,8 +14,7 @@ use tracing::{info, warn};
 use super::task::{failure_result, next_loop_task, reroute_task, work_result};
 use super::{Router, STEP_LOOP, STEP_NEXT};
 use crate::routing::{
-    decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome,
-    WorkerResult,
+    decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome, WorkerResult,
 };
 
 /// What a worker run came back with.
@@ -120,7 +119,12 @@ impl Router {
                 _ => None,
             },
             needs_next_loop: ok.map(|r| r.needs_next_loop),
-            risk: ok.and_then(|r| serde_json::to_value(r.risk).ok()?.as_str().map(str::to_owned)),
+            risk: ok.and_then(|r| {
+                serde_json::to_value(r.risk)
+                    .ok()?
+                    .as_str()
+                    .map(str::to_owned)
+            }),
             fit: ok.and_then(|r| r.fit),
             confidence: ok.map(|r| r.confidence),
             failure: run.result.as_ref().err().cloned(),
@@ -163,22 +167,33 @@ impl Router {
                     service,
                 )
             }
-            (LoopDecision::AskUser { .. }, r) => {
-                NewEvent::caused_by(event, STEP_NEXT, &render(work_result("ask_user", route, loops, r)), service)
-            }
+            (LoopDecision::AskUser { .. }, r) => NewEvent::caused_by(
+                event,
+                STEP_NEXT,
+                &render(work_result("ask_user", route, loops, r)),
+                service,
+            ),
             (LoopDecision::LimitReached, r) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
                 &render(work_result("limit_reached", route, loops, r)),
                 service,
             ),
-            (_, Some(r)) => {
-                NewEvent::caused_by(event, STEP_NEXT, &render(work_result("done", route, loops, Some(r))), service)
-            }
+            (_, Some(r)) => NewEvent::caused_by(
+                event,
+                STEP_NEXT,
+                &render(work_result("done", route, loops, Some(r))),
+                service,
+            ),
             (_, None) => {
                 let reason = run.result.as_ref().err().map_or("unknown", String::as_str);
                 let kind = reason.split(':').next().unwrap_or("unknown");
-                NewEvent::caused_by(event, STEP_NEXT, &render(failure_result(route, loops, kind)), service)
+                NewEvent::caused_by(
+                    event,
+                    STEP_NEXT,
+                    &render(failure_result(route, loops, kind)),
+                    service,
+                )
             }
         }
         .map_err(HandlerError::permanent)?;

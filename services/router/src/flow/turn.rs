@@ -102,7 +102,10 @@ impl Router {
     }
 
     /// Every event of this turn so far (same correlation, after the user message).
-    pub(crate) async fn turn_events(&self, turn: &Turn) -> Result<Vec<RecordedEvent>, HandlerError> {
+    pub(crate) async fn turn_events(
+        &self,
+        turn: &Turn,
+    ) -> Result<Vec<RecordedEvent>, HandlerError> {
         let events = self
             .ctx
             .store()
