@@ -45,6 +45,16 @@ enum Command {
     /// Drives chat turns through the whole pipeline against a fake model and reports
     /// throughput and latency (see BENCHMARKS.md).
     Load(ghost::load::LoadArgs),
+    /// Routing probe: reads one message on stdin and prints the route the command and
+    /// dictionary stages give it (no model call) as one JSON object.
+    Route {
+        /// Route as if the session were `/local`.
+        #[arg(long)]
+        local_only: bool,
+        /// Dictionary file (default: `routing.rules_file` of the configuration).
+        #[arg(long)]
+        rules: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -76,6 +86,7 @@ fn main() -> Result<()> {
             } => rebuild(&name).await,
             Command::Load(args) => ghost::load::run(args).await,
             Command::Mood { now } => mood_probe(now),
+            Command::Route { local_only, rules } => route_probe(local_only, rules),
         }
     })
 }
@@ -158,5 +169,29 @@ fn mood_probe(now: f64) -> Result<()> {
     };
     let state = ghost_mood::mood::probe(&input, now, &constants)?;
     println!("{}", serde_json::to_string(&state)?);
+    Ok(())
+}
+
+/// `ghost route`: the first routing stage for stdin, as JSON on stdout.
+fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
+    use std::io::Read;
+    let path = match rules {
+        Some(path) => path,
+        None => {
+            let config = Config::load_default()?;
+            config.resolve(&config.ghost.routing.rules_file)
+        }
+    };
+    let yaml = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let routing = ghost_router::routing::RoutingConfig::from_yaml(&yaml)
+        .with_context(|| format!("{} is not a valid routing file", path.display()))?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("stdin is not UTF-8 text")?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let output = ghost_router::routing::probe(text, local_only, &routing.dictionary);
+    println!("{}", serde_json::to_string(&output)?);
     Ok(())
 }

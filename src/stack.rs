@@ -21,14 +21,17 @@ pub enum ServiceName {
     Persona,
     /// Projects affect into mood; answers mood queries.
     Mood,
+    /// CODE on the cloud model.
+    Coder,
 }
 
 impl ServiceName {
     /// Every service, in start order (consumers before the front door).
-    pub const ALL: [ServiceName; 5] = [
+    pub const ALL: [ServiceName; 6] = [
         ServiceName::Mood,
         ServiceName::Router,
         ServiceName::Worker,
+        ServiceName::Coder,
         ServiceName::Persona,
         ServiceName::Gateway,
     ];
@@ -41,6 +44,7 @@ impl ServiceName {
             ServiceName::Worker => ghost_worker::SERVICE,
             ServiceName::Persona => ghost_persona::SERVICE,
             ServiceName::Mood => ghost_mood::SERVICE,
+            ServiceName::Coder => ghost_coder::SERVICE,
         }
     }
 }
@@ -94,6 +98,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
             ServiceName::Worker => ghost_worker::start(sctx).await,
             ServiceName::Persona => ghost_persona::start(sctx).await,
             ServiceName::Mood => ghost_mood::start(sctx).await,
+            ServiceName::Coder => ghost_coder::start(sctx).await,
         };
         match handle {
             Ok(h) => handles.push(h),
@@ -120,9 +125,15 @@ pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Project
         ghost_mood::episodes::NAME => Some(Arc::new(ghost_mood::episodes::MoodEpisodes::new(
             config.ghost.mood.constants,
         ))),
-        _ => None,
+        other => ghost_router::projections()
+            .into_iter()
+            .find(|p| p.name() == other),
     }
 }
 
 /// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 2] = [AssistantTextProjection::NAME, ghost_mood::episodes::NAME];
+pub const PROJECTIONS: [&str; 3] = [
+    AssistantTextProjection::NAME,
+    ghost_mood::episodes::NAME,
+    ghost_router::projections::RoutingProjection::NAME,
+];

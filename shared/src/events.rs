@@ -61,6 +61,27 @@ pub struct RouteDecided {
     pub route: String,
     /// How it was decided (`explicit`, `rule`, `classifier`, `default`).
     pub source: String,
+    /// The session's `local_only` flag after this message (set by `/local`, cleared by `/cloud`).
+    #[serde(default)]
+    pub local_only: bool,
+    /// Whether `route` is the message's primary route (false for a bare `/local` or `/cloud`,
+    /// which leave the session's last primary route as it was).
+    #[serde(default = "primary_default")]
+    pub primary: bool,
+    /// The one-line declaration shown before the reply (only when the primary route changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<String>,
+    /// How the message entered routing (`router`, or `kuro` logged as `line_forced_chat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// The routing decision's details for the routing log: evidence, proposed route,
+    /// confidence, fallback reason, notice (masked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
+}
+
+fn primary_default() -> bool {
+    true
 }
 
 impl EventPayload for RouteDecided {
@@ -81,6 +102,15 @@ pub struct RenderRequested {
     /// The route's outcome the persona should convey, if any work ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_result: Option<serde_json::Value>,
+    /// The one-line declaration to put before the reply (route changed), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<String>,
+    /// What the persona must mention briefly (`cloud_required`, `local_on`, `local_off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// The session's short-memory summary, when the history has grown past its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_summary: Option<String>,
 }
 
 impl EventPayload for RenderRequested {
@@ -149,6 +179,12 @@ pub struct WorkRequested {
     pub task: String,
     /// Loop number within the user message (1-based).
     pub loop_index: u32,
+    /// The session's `local_only` flag: the coder refuses work while it is set.
+    #[serde(default)]
+    pub local_only: bool,
+    /// Whether this run is the message's one automatic reroute.
+    #[serde(default)]
+    pub reroute: bool,
 }
 
 impl EventPayload for WorkRequested {
@@ -211,4 +247,139 @@ impl EventPayload for AffectReflected {
 /// Stream name of one persona's own life (mood, interest, autonomy).
 pub fn persona_stream(persona: &str) -> String {
     format!("persona-{persona}")
+}
+
+// ---------------------------------------------------------------------------------------
+// Routing (seed 002): classifier / Kuro delegation, loop control, short memory.
+// ---------------------------------------------------------------------------------------
+
+/// The router asks for a structured route decision for one user message: the classifier
+/// (router entry mode) or Kuro's delegation decision (kuro entry mode). At most one per user
+/// message: its id derives from the message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifyRequested {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message to route.
+    pub user_event_id: Uuid,
+    /// `classifier` or `kuro`.
+    pub mode: String,
+    /// The text to route (the message without its leading commands).
+    pub text: String,
+    /// Conversation context for the decision (summary and last turns), oldest first.
+    #[serde(default)]
+    pub context: String,
+}
+
+impl EventPayload for ClassifyRequested {
+    const EVENT_TYPE: &'static str = "ClassifyRequested";
+}
+
+/// The worker is about to call the model for a `ClassifyRequested`: a redelivery that finds
+/// this marker without a reply does not call again (the classifier is called at most once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierCallStarted {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being routed.
+    pub user_event_id: Uuid,
+}
+
+impl EventPayload for ClassifierCallStarted {
+    const EVENT_TYPE: &'static str = "ClassifierCallStarted";
+}
+
+/// The structured route decision's raw reply (validated by the router), or why the call
+/// failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierReplied {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being routed.
+    pub user_event_id: Uuid,
+    /// `classifier` or `kuro`.
+    pub mode: String,
+    /// The model's reply as returned (validated by the router, never trusted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// Why there is no reply (timeout, transport, interrupted call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl EventPayload for ClassifierReplied {
+    const EVENT_TYPE: &'static str = "ClassifierReplied";
+}
+
+/// The loop controller's decision after one worker run (the routing log reads it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopDecided {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being served.
+    pub user_event_id: Uuid,
+    /// The route the worker ran on.
+    pub route: String,
+    /// The run's loop number (1-based).
+    pub loop_index: u32,
+    /// `render`, `render_failure`, `another_loop`, `ask_user`, `limit_reached`, `reroute`.
+    pub decision: String,
+    /// The new route of a reroute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reroute_to: Option<String>,
+    /// The worker's `needs_next_loop`, when its output kept the contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_next_loop: Option<bool>,
+    /// The worker's `risk`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<String>,
+    /// The worker's `fit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<bool>,
+    /// The worker's `confidence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Why the worker's output was a failure (contract violation or worker error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl EventPayload for LoopDecided {
+    const EVENT_TYPE: &'static str = "LoopDecided";
+}
+
+/// The router asks the worker to refresh a session's short-memory summary (stream
+/// `memory-<session>`, so it never keeps a conversation's turn open).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummarizeRequested {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message whose arrival made the history long enough.
+    pub user_event_id: Uuid,
+    /// User messages in the session so far (this one included).
+    pub user_turns: u32,
+}
+
+impl EventPayload for SummarizeRequested {
+    const EVENT_TYPE: &'static str = "SummarizeRequested";
+}
+
+/// A session's short-memory summary, written by the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummarized {
+    /// The conversation.
+    pub session_id: String,
+    /// The summary (short; the prompts use it plus the last turns).
+    pub summary: String,
+    /// User messages the summary covers.
+    pub user_turns: u32,
+}
+
+impl EventPayload for SessionSummarized {
+    const EVENT_TYPE: &'static str = "SessionSummarized";
+}
+
+/// Stream name of a session's short memory.
+pub fn memory_stream(session_id: &str) -> String {
+    format!("memory-{session_id}")
 }

@@ -74,6 +74,15 @@ impl TestEnv {
             ("GHOST_LLM__WORKER__MODEL".into(), WORKER_MODEL.into()),
             ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),
+            // Never the real cloud from a test: tests of CODE point it at their own fake.
+            ("GHOST_LLM__CODER__BASE_URL".into(), llm_base_url.into()),
+            ("GHOST_LLM__CODER__TIMEOUT_SECS".into(), "5".into()),
+            // Plumbing tests route every message to CHAT by rule (no classifier to wait
+            // for); routing tests set config/routing.yaml again.
+            (
+                "GHOST_ROUTING__RULES_FILE".into(),
+                "tests/fixtures/routing_chat_only.yaml".into(),
+            ),
             ("GHOST_API_TOKEN".into(), "test-token".into()),
         ];
         for (k, v) in extra {

@@ -120,13 +120,23 @@ async fn respond(
     }
 }
 
-async fn serve_gets(mood: Arc<Mood>) -> Result<(), ServiceError> {
-    let bus = mood.ctx.bus();
-    let mut sub = bus
+/// Subscribes (in the queue group `mood`) before the service counts as started, so no
+/// request made after `start` returns finds nobody listening.
+async fn subscribe(
+    ctx: &ServiceContext,
+    name: &str,
+) -> Result<async_nats::Subscriber, ServiceError> {
+    let bus = ctx.bus();
+    let sub = bus
         .client()
-        .queue_subscribe(bus.core_subject(GET_SUBJECT), "mood".into())
+        .queue_subscribe(bus.core_subject(name), "mood".into())
         .await
-        .map_err(|e| ServiceError::Config(format!("cannot subscribe to mood.get: {e}")))?;
+        .map_err(|e| ServiceError::Config(format!("cannot subscribe to {name}: {e}")))?;
+    bus.ping().await?;
+    Ok(sub)
+}
+
+async fn serve_gets(mood: Arc<Mood>, mut sub: async_nats::Subscriber) -> Result<(), ServiceError> {
     while let Some(message) = sub.next().await {
         let mood = mood.clone();
         tokio::spawn(async move {
@@ -143,13 +153,7 @@ async fn serve_gets(mood: Arc<Mood>) -> Result<(), ServiceError> {
     Ok(())
 }
 
-async fn serve_debug(mood: Arc<Mood>) -> Result<(), ServiceError> {
-    let bus = mood.ctx.bus();
-    let mut sub = bus
-        .client()
-        .queue_subscribe(bus.core_subject(DEBUG_SUBJECT), "mood".into())
-        .await
-        .map_err(|e| ServiceError::Config(format!("cannot subscribe to mood.debug: {e}")))?;
+async fn serve_debug(mood: Arc<Mood>, mut sub: async_nats::Subscriber) -> Result<(), ServiceError> {
     while let Some(message) = sub.next().await {
         let body = match serde_json::from_slice::<MoodDebugRequest>(&message.payload) {
             Ok(request) => match mood.debug(request) {
@@ -181,7 +185,9 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         episodes,
         debug: Mutex::new(DebugState::default()),
     });
-    handle.spawn(serve_gets(mood.clone()));
-    handle.spawn(serve_debug(mood));
+    let gets = subscribe(&mood.ctx, GET_SUBJECT).await?;
+    let debug = subscribe(&mood.ctx, DEBUG_SUBJECT).await?;
+    handle.spawn(serve_gets(mood.clone(), gets));
+    handle.spawn(serve_debug(mood, debug));
     Ok(handle)
 }

@@ -10,6 +10,7 @@ pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
 pub mod render;
+pub mod routing_notes;
 
 use std::sync::Arc;
 use std::time::Duration;

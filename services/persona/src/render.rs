@@ -19,6 +19,7 @@ use ghost_shared::turn_stream::TurnStreamMessage;
 
 use crate::capsule::mood_capsule;
 use crate::prompt::PersonaPrompt;
+use crate::routing_notes;
 
 /// Step names: the ids of a render's outcome events derive from the request and these.
 const STEP_REPLIED: &str = "AssistantReplied";
@@ -133,12 +134,15 @@ impl Renderer {
         );
         let mut messages = Vec::with_capacity(history_turns + 2);
         messages.push(ChatMessage::system(system));
+        messages.extend(routing_notes::summary_message(request));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
         if let Some(result) = &request.work_result {
             user.push_str("\n\n[task result to convey]\n");
             user.push_str(&result.to_string());
+            user.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
+        user.push_str(routing_notes::notice_note(request).unwrap_or_default());
         messages.push(ChatMessage::user(user));
         Ok(messages)
     }
@@ -163,11 +167,19 @@ impl Renderer {
 
     /// Streams the model's reply to the turn's subject, holding back everything from the
     /// affect marker on; the reply and its affect, or why not.
-    async fn generate(&self, turn: &Uuid, messages: &[ChatMessage]) -> Result<Generated, LlmError> {
+    async fn generate(
+        &self,
+        turn: &Uuid,
+        messages: &[ChatMessage],
+        prefix: Option<String>,
+    ) -> Result<Generated, LlmError> {
         let attempt = Uuid::new_v4();
         let mut stream = self.llm.chat_stream(messages).await?;
         let mut filter = TrailerStreamFilter::new(&self.ctx.config.ghost.persona.affect_marker);
         let mut seq = 0;
+        // The route declaration, when there is one, is the reply's first line.
+        self.emit(turn, attempt, &mut seq, prefix.unwrap_or_default())
+            .await;
         while let Some(delta) = stream.next().await {
             let visible = filter.push(&delta?);
             self.emit(turn, attempt, &mut seq, visible).await;
@@ -250,19 +262,23 @@ impl EventHandler for Renderer {
 
         let messages = self.messages(&request, &event).await?;
         let service = self.ctx.service;
-        let generated = self.generate(&turn, &messages).await.and_then(|g| {
-            // Only an affect trailer and no words is no reply at all.
-            if g.reply.trim().is_empty() {
-                Err(LlmError::MalformedStream(
-                    "the model wrote no reply text".into(),
-                ))
-            } else {
-                Ok(g)
-            }
-        });
+        let prefix = routing_notes::declaration_prefix(&request);
+        let generated = self
+            .generate(&turn, &messages, prefix.clone())
+            .await
+            .and_then(|g| {
+                // Only an affect trailer and no words is no reply at all.
+                if g.reply.trim().is_empty() {
+                    Err(LlmError::MalformedStream(
+                        "the model wrote no reply text".into(),
+                    ))
+                } else {
+                    Ok(g)
+                }
+            });
         let (new_event, message) = match generated {
             Ok(generated) => {
-                let text = generated.reply.trim().to_owned();
+                let text = format!("{}{}", prefix.unwrap_or_default(), generated.reply);
                 let replied = AssistantReplied {
                     session_id: request.session_id.clone(),
                     channel: request.channel,

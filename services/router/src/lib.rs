@@ -1,35 +1,75 @@
-//! The router: decides which route serves each user message and asks for the work.
+//! The router: decides which route serves each user message, asks for the work, and runs
+//! the loop controller over the workers' results (seed 002).
 //!
-//! For now every message takes the CHAT route (the persona answers directly); routing by
-//! command, rule dictionary and classifier lands with the routing capability.
-//!
-//! - [`ChatRouter`]: the `UserMessageReceived` handler;
-//! - [`routing`]: commands, the rule dictionary, classifier validation, gates, the loop
-//!   controller, declarations and masking (pure decisions, not yet wired in).
+//! - [`routing`]: the pure decisions (commands, rule dictionary, classifier validation,
+//!   gates, loop controller, declarations, masking);
+//! - [`flow`]: the event handlers wiring them to NATS and Postgres — a user message
+//!   ([`flow::intake`]), the classifier's or Kuro's reply, and each worker result
+//!   ([`flow::loops`]);
+//! - [`projections`]: session state, the routing log and ANALYZE results.
 
+pub mod flow;
+pub mod projections;
 pub mod routing;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{RenderFailed, RenderRequested, RouteDecided, UserMessageReceived};
+use ghost_shared::bus::{run_consumer, ConsumerSpec};
+use ghost_shared::event::EventPayload;
+use ghost_shared::events::{ClassifierReplied, UserMessageReceived, WorkerCompleted, WorkerFailed};
+use ghost_shared::projection::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
-use ghost_shared::store::ExpectedVersion;
+
+pub use flow::Router;
+use projections::RoutingProjection;
+use routing::RoutingConfig;
 
 /// This service's name.
 pub const SERVICE: &str = "router";
 
-/// Starts the router's consumers.
+/// Loads `routing.rules_file` (gates, loop limits, dictionary); errors name the rule or key.
+pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, ServiceError> {
+    let path = ctx.config.resolve(&ctx.config.ghost.routing.rules_file);
+    let yaml = std::fs::read_to_string(&path)
+        .map_err(|e| ServiceError::Config(format!("routing.rules_file {}: {e}", path.display())))?;
+    RoutingConfig::from_yaml(&yaml)
+        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
+}
+
+/// The router's projections (also rebuilt by `ghost projections rebuild <name>`): one
+/// runner feeds `routing_sessions`, `routing_log` and `analyze_results`.
+pub fn projections() -> Vec<Arc<dyn Projection>> {
+    vec![Arc::new(RoutingProjection)]
+}
+
+/// Starts the router's consumers and projections.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
-    let bus = ctx.bus().clone();
-    let handler = Arc::new(ChatRouter { ctx });
-    handle.spawn(run_consumer(
-        bus,
-        ConsumerSpec::new(SERVICE, UserMessageReceived::EVENT_TYPE),
-        handler,
-    ));
+    let config = load_routing_config(&ctx)?;
+    let router = Arc::new(Router::new(ctx.clone(), config));
+    let p = &ctx.config.ghost.projections;
+    for projection in projections() {
+        let runner = ProjectionRunner::new(
+            ctx.store().clone(),
+            projection,
+            p.batch_size,
+            Duration::from_millis(p.poll_interval_ms),
+        );
+        handle.tasks.push(tokio::spawn(runner.run()));
+    }
+    for event_type in [
+        UserMessageReceived::EVENT_TYPE,
+        ClassifierReplied::EVENT_TYPE,
+        WorkerCompleted::EVENT_TYPE,
+        WorkerFailed::EVENT_TYPE,
+    ] {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            router.clone(),
+        ));
+    }
     Ok(handle)
 }
 
@@ -37,72 +77,4 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
 pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
     start(ctx).await?.wait().await;
     Ok(())
-}
-
-/// Routes every user message to CHAT and requests the persona's reply.
-pub struct ChatRouter {
-    ctx: ServiceContext,
-}
-
-#[async_trait::async_trait]
-impl EventHandler for ChatRouter {
-    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        let message: UserMessageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let decided = RouteDecided {
-            session_id: message.session_id.clone(),
-            user_event_id: event.event_id,
-            route: "CHAT".into(),
-            source: "default".into(),
-        };
-        let render = RenderRequested {
-            session_id: message.session_id.clone(),
-            channel: message.channel,
-            user_event_id: event.event_id,
-            user_text: message.text.clone(),
-            work_result: None,
-        };
-        let service = self.ctx.service;
-        let events = [
-            NewEvent::caused_by(&event, "route", &decided, service)
-                .map_err(HandlerError::permanent)?,
-            NewEvent::caused_by(&event, "render", &render, service)
-                .map_err(HandlerError::permanent)?,
-        ];
-        self.ctx
-            .log
-            .append(
-                &session_stream(&message.session_id),
-                ExpectedVersion::Any,
-                &events,
-            )
-            .await
-            .map_err(HandlerError::transient)?;
-        Ok(())
-    }
-
-    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
-        // Close the turn so the session is not left busy.
-        let Some(event) = event else { return };
-        let Ok(message) = event.decode::<UserMessageReceived>() else {
-            return;
-        };
-        let failed = RenderFailed {
-            session_id: message.session_id.clone(),
-            channel: message.channel,
-            user_event_id: event.event_id,
-            code: "routing_failed".into(),
-            message: reason.chars().take(200).collect(),
-        };
-        if let Ok(e) = NewEvent::caused_by(event, "render-failed", &failed, self.ctx.service) {
-            let _ = self
-                .ctx
-                .log
-                .append(
-                    &session_stream(&message.session_id),
-                    ExpectedVersion::Any,
-                    &[e],
-                )
-                .await;
-        }
-    }
 }

@@ -1,128 +1,121 @@
 //! The worker: runs work on the local model (Ollama by default) for the router.
 //!
-//! Today it answers `WorkRequested` with the model's output as `WorkerCompleted` (or
-//! `WorkerFailed`). The worker contract (structured result, loop signals), the classifier
-//! and the other jobs arrive with the routing capability; the router does not yet send
-//! work here (every message is CHAT).
-//!
+//! - [`work`]: `WorkRequested` for ANALYZE, PLAN, OPS and RESEARCH (CODE is the coder's):
+//!   the model's output goes back as `WorkerCompleted` and the router checks it against the
+//!   worker contract;
+//! - [`classify`]: `ClassifyRequested` — the classifier (router mode) or Kuro's delegation
+//!   decision (kuro mode), each called at most once per user message;
+//! - [`summarize`]: `SummarizeRequested` — the session's short-memory summary;
 //! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer.
 
+pub mod classify;
 pub mod reflect;
+pub mod summarize;
+pub mod work;
 
+use std::path::Path;
 use std::sync::Arc;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::bus::{run_consumer, ConsumerSpec, HandlerError};
+use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::events::{ClassifyRequested, SummarizeRequested, WorkRequested};
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::LlmClient;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
-use ghost_shared::store::ExpectedVersion;
 
 /// This service's name.
 pub const SERVICE: &str = "worker";
 
-/// Starts the worker's consumer (needs `llm.worker` in the configuration).
+/// Reads a prompt file of the repository.
+pub(crate) fn prompt(ctx: &ServiceContext, file: &str) -> Result<String, ServiceError> {
+    let path = ctx.config.resolve(Path::new(file));
+    std::fs::read_to_string(&path)
+        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
+}
+
+/// Whether any of `steps`' outcomes of `event` is already stored (a redelivery).
+pub(crate) async fn already_done(
+    ctx: &ServiceContext,
+    event: &RecordedEvent,
+    steps: &[&str],
+) -> Result<bool, HandlerError> {
+    for step in steps {
+        if ctx
+            .store()
+            .get(derive_event_id(event.event_id, step))
+            .await
+            .map_err(HandlerError::transient)?
+            .is_some()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Starts the worker's consumers (needs `llm.worker`; Kuro's delegation uses the persona's
+/// model).
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
-    let path = ctx
-        .config
-        .resolve(std::path::Path::new("prompts/worker.md"));
-    let system = std::fs::read_to_string(&path)
-        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
     let llm = ctx.llm("worker")?;
-    let reflect_path = ctx
-        .config
-        .resolve(std::path::Path::new("prompts/reflect.md"));
-    let reflect_template = std::fs::read_to_string(&reflect_path)
-        .map_err(|e| ServiceError::Config(format!("{}: {e}", reflect_path.display())))?;
-    handle.spawn(run_consumer(
-        ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, reflect::CONSUMES),
-        Arc::new(reflect::Reflector::new(
-            ctx.clone(),
-            llm.clone(),
-            reflect_template,
-        )),
+    let worker = Arc::new(work::Worker {
+        ctx: ctx.clone(),
+        llm: llm.clone(),
+        system: prompt(&ctx, "prompts/worker.md")?,
+    });
+    let persona_llm = persona_llm(&ctx)?;
+    let classifier = Arc::new(classify::Classifier::new(
+        ctx.clone(),
+        llm.clone(),
+        persona_llm,
+    )?);
+    let reflector = Arc::new(reflect::Reflector::new(
+        ctx.clone(),
+        llm.clone(),
+        prompt(&ctx, "prompts/reflect.md")?,
     ));
-    let handler = Arc::new(Worker {
+    let summarizer = Arc::new(summarize::Summarizer {
         ctx: ctx.clone(),
         llm,
-        system,
+        system: prompt(&ctx, "prompts/summary.md")?,
     });
     handle.spawn(run_consumer(
         ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, reflect::CONSUMES),
+        reflector,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
         ConsumerSpec::new(SERVICE, WorkRequested::EVENT_TYPE),
-        handler,
+        worker,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, ClassifyRequested::EVENT_TYPE),
+        classifier,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, SummarizeRequested::EVENT_TYPE),
+        summarizer,
     ));
     Ok(handle)
+}
+
+/// The model Kuro speaks with: the character's own, else the `persona` role.
+fn persona_llm(ctx: &ServiceContext) -> Result<LlmClient, ServiceError> {
+    let character = ctx
+        .config
+        .characters
+        .get(&ctx.config.ghost.persona.character);
+    match character.and_then(|c| c.llm.clone()) {
+        Some(cfg) => Ok(LlmClient::new(cfg, None)?),
+        None => ctx.llm("persona"),
+    }
 }
 
 /// Runs the worker until it fails.
 pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
     start(ctx).await?.wait().await;
     Ok(())
-}
-
-/// Handles `WorkRequested` on the local model, once per request.
-pub struct Worker {
-    ctx: ServiceContext,
-    llm: LlmClient,
-    system: String,
-}
-
-#[async_trait::async_trait]
-impl EventHandler for Worker {
-    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
-        for step in [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE] {
-            if self
-                .ctx
-                .store()
-                .get(derive_event_id(event.event_id, step))
-                .await
-                .map_err(HandlerError::transient)?
-                .is_some()
-            {
-                return Ok(()); // already done: a redelivery changes nothing
-            }
-        }
-        let messages = [
-            ChatMessage::system(self.system.replace("{{route}}", &work.route)),
-            ChatMessage::user(work.task.clone()),
-        ];
-        let service = self.ctx.service;
-        let outcome = match self.llm.chat(&messages).await {
-            Ok(result) => {
-                let done = WorkerCompleted {
-                    session_id: work.session_id.clone(),
-                    user_event_id: work.user_event_id,
-                    route: work.route.clone(),
-                    result,
-                };
-                NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
-            }
-            Err(e) => {
-                let failed = WorkerFailed {
-                    session_id: work.session_id.clone(),
-                    user_event_id: work.user_event_id,
-                    route: work.route.clone(),
-                    code: "llm_error".into(),
-                    message: e.to_string(),
-                };
-                NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
-            }
-        }
-        .map_err(HandlerError::permanent)?;
-        self.ctx
-            .log
-            .append(
-                &session_stream(&work.session_id),
-                ExpectedVersion::Any,
-                &[outcome],
-            )
-            .await
-            .map_err(HandlerError::transient)?;
-        Ok(())
-    }
 }

@@ -29,6 +29,8 @@ pub struct GhostSettings {
     pub llm: HashMap<String, LlmRoleConfig>,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
+    /// Routing: entry modes per channel, dictionary file, short memory.
+    pub routing: RoutingSettings,
     /// The mood computation and how the persona asks for it.
     pub mood: MoodSettings,
 }
@@ -317,6 +319,7 @@ impl GhostSettings {
             ));
         }
         positive("mood.request_timeout_ms", self.mood.request_timeout_ms)?;
+        self.routing.validate()?;
         for (role, llm) in &self.llm {
             validate_llm(&format!("llm.{role}"), llm)?;
         }
@@ -398,5 +401,73 @@ impl CharacterSettings {
     /// The character with internal id `name`.
     pub fn get(&self, name: &str) -> Option<&CharacterConfig> {
         self.characters.iter().find(|c| c.name == name)
+    }
+}
+
+/// `routing:` (seed 002).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingSettings {
+    /// Gates, loop limits and the rule dictionary (relative to the repository root).
+    pub rules_file: PathBuf,
+    /// Entry mode per channel (`http`, `line`, `slack`): `router` (front router) or `kuro`
+    /// (the persona decides on delegation; logged as `line_forced_chat`).
+    pub entry_modes: HashMap<String, String>,
+    /// Once a session has this many user messages, the worker keeps a short summary
+    /// (refreshed every this many messages) and prompts use it plus the last turns.
+    pub summarize_after_turns: u32,
+    /// How many earlier turns (user and assistant messages) worker prompts include.
+    pub recent_turns: usize,
+    /// How many earlier ANALYZE results of the session an ANALYZE task is given.
+    pub analyze_context: usize,
+}
+
+impl Default for RoutingSettings {
+    fn default() -> Self {
+        Self {
+            rules_file: PathBuf::from("config/routing.yaml"),
+            entry_modes: [("http", "router"), ("slack", "router"), ("line", "kuro")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            summarize_after_turns: 20,
+            recent_turns: 6,
+            analyze_context: 3,
+        }
+    }
+}
+
+impl RoutingSettings {
+    /// Known channels and modes only; positive lengths.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (channel, mode) in &self.entry_modes {
+            if !matches!(channel.as_str(), "http" | "line" | "slack") {
+                return Err(ConfigError::invalid(
+                    format!("routing.entry_modes.{channel}"),
+                    "unknown channel (expected http, line or slack)",
+                ));
+            }
+            if !matches!(mode.as_str(), "router" | "kuro") {
+                return Err(ConfigError::invalid(
+                    format!("routing.entry_modes.{channel}"),
+                    "must be router or kuro",
+                ));
+            }
+        }
+        positive(
+            "routing.summarize_after_turns",
+            self.summarize_after_turns.into(),
+        )?;
+        Ok(())
+    }
+
+    /// The entry mode configured for `channel` (`kuro` for LINE and `router` otherwise when
+    /// the channel is not listed).
+    pub fn entry_mode(&self, channel: &str) -> &str {
+        match self.entry_modes.get(channel) {
+            Some(mode) => mode,
+            None if channel == "line" => "kuro",
+            None => "router",
+        }
     }
 }

@@ -123,3 +123,17 @@ fn secrets_come_only_from_the_environment_and_never_print() {
         .to_string();
     assert!(err.contains("api_token"), "{err}");
 }
+
+#[test]
+fn routing_entry_modes_are_validated_and_default_per_channel() {
+    let s = crate::config::RoutingSettings::default();
+    assert_eq!(s.entry_mode("line"), "kuro");
+    assert_eq!(s.entry_mode("http"), "router");
+    let mut bad = s.clone();
+    bad.entry_modes.insert("http".into(), "front".into());
+    let err = bad.validate().unwrap_err().to_string();
+    assert!(err.contains("routing.entry_modes.http"), "{err}");
+    let mut bad = s;
+    bad.entry_modes.insert("irc".into(), "router".into());
+    assert!(bad.validate().is_err());
+}

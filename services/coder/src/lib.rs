@@ -1,0 +1,143 @@
+//! The coder: CODE work on the one cloud OpenAI-compatible API (`llm.coder`, key from
+//! `GHOST_CLOUD_API_KEY`).
+//!
+//! Two guarantees hold here whatever the router did: nothing is sent while the session is
+//! `/local` (the request says so), and everything sent is masked first (API keys, tokens,
+//! passwords, private keys, connection strings, e-mail addresses, phone numbers). Log lines
+//! carry no task text at all.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ghost_router::routing::{mask_secrets, Route};
+use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::ids::derive_event_id;
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::store::ExpectedVersion;
+use tracing::{info, warn};
+
+/// This service's name.
+pub const SERVICE: &str = "coder";
+
+/// Starts the coder's consumer (needs `llm.coder`).
+pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
+    let mut handle = ServiceHandle::new(SERVICE);
+    let cfg = ctx
+        .config
+        .ghost
+        .llm
+        .get("coder")
+        .cloned()
+        .ok_or_else(|| ServiceError::Config("llm.coder is not configured".into()))?;
+    let key = ctx
+        .config
+        .secrets
+        .cloud_api_key
+        .as_ref()
+        .map(|k| k.expose().to_owned());
+    if key.is_none() {
+        warn!("GHOST_CLOUD_API_KEY is not set: the cloud coder is called without a key");
+    }
+    let llm = LlmClient::new(cfg, key)?;
+    let path = ctx.config.resolve(Path::new("prompts/coder.md"));
+    let system = std::fs::read_to_string(&path)
+        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
+    let coder = Arc::new(Coder {
+        ctx: ctx.clone(),
+        llm,
+        system,
+    });
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, WorkRequested::EVENT_TYPE),
+        coder,
+    ));
+    Ok(handle)
+}
+
+/// Runs the coder until it fails.
+pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {
+    start(ctx).await?.wait().await;
+    Ok(())
+}
+
+/// Handles `WorkRequested` for CODE, once per request.
+pub struct Coder {
+    ctx: ServiceContext,
+    llm: LlmClient,
+    system: String,
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Coder {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
+        if work.route != Route::Code.as_str() {
+            return Ok(()); // the local worker's
+        }
+        for step in [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE] {
+            if self
+                .ctx
+                .store()
+                .get(derive_event_id(event.event_id, step))
+                .await
+                .map_err(HandlerError::transient)?
+                .is_some()
+            {
+                return Ok(()); // a redelivery changes nothing
+            }
+        }
+        let service = self.ctx.service;
+        let failed = |code: &str, message: String| {
+            let failed = WorkerFailed {
+                session_id: work.session_id.clone(),
+                user_event_id: work.user_event_id,
+                route: work.route.clone(),
+                code: code.to_owned(),
+                message,
+            };
+            NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
+        };
+        let outcome = if work.local_only {
+            warn!("CODE requested while local_only is set: nothing is sent to the cloud");
+            failed("local_only", "the session is local-only".into())
+        } else {
+            let task = mask_secrets(&work.task);
+            let messages = [
+                ChatMessage::system(self.system.clone()),
+                ChatMessage::user(task.into_owned()),
+            ];
+            info!(loop_index = work.loop_index, "coder run on the cloud model");
+            match self.llm.chat(&messages).await {
+                Ok(result) => {
+                    let done = WorkerCompleted {
+                        session_id: work.session_id.clone(),
+                        user_event_id: work.user_event_id,
+                        route: work.route.clone(),
+                        result,
+                    };
+                    NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
+                }
+                Err(e) => {
+                    let message = mask_secrets(&e.to_string()).into_owned();
+                    warn!(error = %message, "cloud coder call failed");
+                    failed("llm_error", message)
+                }
+            }
+        }
+        .map_err(HandlerError::permanent)?;
+        self.ctx
+            .log
+            .append(
+                &session_stream(&work.session_id),
+                ExpectedVersion::Any,
+                &[outcome],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,119 @@
+//! What routing adds to a reply: the declaration line before it, the short-memory summary
+//! and the notices the persona must convey (kept apart from rendering so that `render.rs`
+//! only calls in).
+
+use ghost_shared::events::RenderRequested;
+use ghost_shared::llm::ChatMessage;
+
+/// The declaration line (with its line break) to put before the reply, streamed and stored,
+/// when this message's primary route differs from the previous one. Never internals.
+pub fn declaration_prefix(request: &RenderRequested) -> Option<String> {
+    request
+        .declaration
+        .as_deref()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| format!("{line}\n"))
+}
+
+/// The session's short-memory summary as a system message (prompts use it plus the last
+/// turns, never the whole history).
+pub fn summary_message(request: &RenderRequested) -> Option<ChatMessage> {
+    request
+        .memory_summary
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            ChatMessage::system(format!(
+                "[summary of the conversation so far]\n{}",
+                s.trim()
+            ))
+        })
+}
+
+/// Instructions for a notice, appended to the user's turn in the prompt.
+pub fn notice_note(request: &RenderRequested) -> Option<&'static str> {
+    let note = match request.notice.as_deref()? {
+        "cloud_required" => {
+            "\n\n[note for your reply] This request needs coding work, which is off while the \
+             conversation is in local-only mode: nothing was done. Say so briefly and that \
+             sending /cloud lifts it. Do not mention models or servers."
+        }
+        "local_on" => {
+            "\n\n[note for your reply] The user switched local-only mode on. Acknowledge it in \
+             one short sentence."
+        }
+        "local_off" => {
+            "\n\n[note for your reply] The user switched local-only mode off. Acknowledge it in \
+             one short sentence."
+        }
+        _ => return None,
+    };
+    Some(note)
+}
+
+/// How to convey a work result by its status (failure, limit, questions).
+pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
+    let status = request.work_result.as_ref()?.get("status")?.as_str()?;
+    let note = match status {
+        "failed" => {
+            "\n[how to reply] The work failed. Tell the user briefly, in your own words, that it \
+             could not be done this time; do not invent a result."
+        }
+        "limit_reached" => {
+            "\n[how to reply] The work stopped at its limit. Report briefly what was done so \
+             far and what input is needed to go on."
+        }
+        "ask_user" => {
+            "\n[how to reply] Before going on, the user's answer is needed: convey the result \
+             so far and ask the questions (or ask them to confirm)."
+        }
+        _ => return None,
+    };
+    Some(note)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghost_shared::events::Channel;
+
+    fn request() -> RenderRequested {
+        RenderRequested {
+            session_id: "s".into(),
+            channel: Channel::Http,
+            user_event_id: uuid::Uuid::nil(),
+            user_text: "x".into(),
+            work_result: None,
+            declaration: None,
+            notice: None,
+            memory_summary: None,
+        }
+    }
+
+    #[test]
+    fn declaration_is_a_line_before_the_reply_only_when_given() {
+        assert_eq!(declaration_prefix(&request()), None);
+        let r = RenderRequested {
+            declaration: Some("段取りを組むね。".into()),
+            ..request()
+        };
+        assert_eq!(
+            declaration_prefix(&r).as_deref(),
+            Some("段取りを組むね。\n")
+        );
+    }
+
+    #[test]
+    fn notices_and_statuses_become_instructions() {
+        let r = RenderRequested {
+            notice: Some("cloud_required".into()),
+            work_result: Some(serde_json::json!({"status": "failed"})),
+            ..request()
+        };
+        assert!(notice_note(&r).is_some_and(|n| n.contains("/cloud")));
+        assert!(status_note(&r).is_some_and(|n| n.contains("failed")));
+        assert_eq!(notice_note(&request()), None);
+        assert!(summary_message(&request()).is_none());
+    }
+}

@@ -1,0 +1,250 @@
+//! A user message: first stage (command > rule > classifier or Kuro), then the decision is
+//! recorded and the work (or the reply) is requested.
+
+use ghost_shared::bus::HandlerError;
+use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    memory_stream, ClassifierReplied, ClassifyRequested, RenderRequested, RouteDecided,
+    SummarizeRequested, WorkRequested,
+};
+use ghost_shared::store::ExpectedVersion;
+use tracing::info;
+
+use super::turn::Turn;
+use super::{Router, STEP_CLASSIFY, STEP_NEXT, STEP_ROUTE, STEP_SUMMARIZE};
+use crate::routing::{
+    call_failed, declaration, first_stage_in, Command, DecisionOrigin, EntryMode, FirstOutcome,
+    FirstStage, Notice, Route, RouteDecision, RouteSource,
+};
+
+/// `mode` of a `ClassifyRequested` for the router-mode classifier.
+pub const MODE_CLASSIFIER: &str = "classifier";
+/// `mode` of a `ClassifyRequested` for Kuro's delegation decision.
+pub const MODE_KURO: &str = "kuro";
+
+/// How the entry mode is logged: the kuro mode as the seed's `line_forced_chat`.
+fn entry_name(mode: EntryMode) -> &'static str {
+    match mode {
+        EntryMode::Router => "router",
+        EntryMode::Kuro => "line_forced_chat",
+    }
+}
+
+impl Router {
+    /// `UserMessageReceived`: decide at once, or ask the classifier / Kuro once.
+    pub(crate) async fn on_user_message(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        let turn = self.turn_of(event).await?;
+        self.request_summary_if_due(event, &turn).await?;
+        let mode = self.entry_mode(turn.channel());
+        let stage = first_stage_in(
+            mode,
+            &turn.message.text,
+            &turn.session,
+            &self.config.dictionary,
+        );
+        match &stage.outcome {
+            FirstOutcome::FlagOnly(_) => {
+                let decision = RouteDecision::new(Route::Chat, RouteSource::Explicit, Vec::new());
+                self.finalize(event, &turn, &stage, decision, mode).await
+            }
+            FirstOutcome::ClassifierNeeded => {
+                self.request_decision(event, &turn, &stage, MODE_CLASSIFIER)
+                    .await
+            }
+            FirstOutcome::Decided(d) if d.source == RouteSource::LineForcedChat => {
+                info!(
+                    channel = turn.channel(),
+                    "line_forced_chat: Kuro decides on delegation"
+                );
+                self.request_decision(event, &turn, &stage, MODE_KURO).await
+            }
+            FirstOutcome::Decided(d) => {
+                let decision = d.clone();
+                self.finalize(event, &turn, &stage, decision, mode).await
+            }
+        }
+    }
+
+    /// Asks for the one structured route decision of this message (its id derives from the
+    /// message: a redelivery asks nothing new).
+    async fn request_decision(
+        &self,
+        event: &RecordedEvent,
+        turn: &Turn,
+        stage: &FirstStage<'_>,
+        mode: &str,
+    ) -> Result<(), HandlerError> {
+        let context = if mode == MODE_KURO {
+            self.conversation_context(turn).await?
+        } else {
+            String::new()
+        };
+        let request = ClassifyRequested {
+            session_id: turn.message.session_id.clone(),
+            user_event_id: turn.id(),
+            mode: mode.to_owned(),
+            text: stage.text.to_owned(),
+            context,
+        };
+        let e = NewEvent::caused_by(event, STEP_CLASSIFY, &request, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        self.append(&turn.message.session_id, &[e]).await
+    }
+
+    /// `ClassifierReplied`: validate and gate the reply (the same way for both origins),
+    /// then proceed as for any decision.
+    pub(crate) async fn on_classifier_reply(
+        &self,
+        event: &RecordedEvent,
+    ) -> Result<(), HandlerError> {
+        let reply: ClassifierReplied = event.decode().map_err(HandlerError::permanent)?;
+        let turn = self.load_turn(reply.user_event_id).await?;
+        let kuro = reply.mode == MODE_KURO;
+        let mode = if kuro {
+            EntryMode::Kuro
+        } else {
+            EntryMode::Router
+        };
+        let stage = first_stage_in(
+            mode,
+            &turn.message.text,
+            &turn.session,
+            &self.config.dictionary,
+        );
+        let (dict, gates) = (&self.config.dictionary, &self.config.gates);
+        let failure = reply.error.clone().unwrap_or_else(|| "no reply".to_owned());
+        let decision = match (kuro, reply.raw.as_deref()) {
+            (true, Some(raw)) => stage.with_kuro_decision(raw, dict, gates),
+            (true, None) => call_failed(DecisionOrigin::Kuro, failure),
+            (false, Some(raw)) => stage.with_classifier_reply(raw, dict, gates),
+            (false, None) => stage.with_classifier_failure(&failure),
+        };
+        self.finalize(event, &turn, &stage, decision, mode).await
+    }
+
+    /// Records the decision (`RouteDecided`, with the declaration when the primary route
+    /// changed) and requests what follows: the persona's reply for CHAT, else the first
+    /// worker run.
+    async fn finalize(
+        &self,
+        cause: &RecordedEvent,
+        turn: &Turn,
+        stage: &FirstStage<'_>,
+        decision: RouteDecision,
+        mode: EntryMode,
+    ) -> Result<(), HandlerError> {
+        let flag_only = match stage.outcome {
+            FirstOutcome::FlagOnly(flag) => Some(flag),
+            _ => None,
+        };
+        let primary = flag_only.is_none();
+        let line = if primary {
+            declaration(turn.session.last_primary_route, decision.route).map(str::to_owned)
+        } else {
+            None
+        };
+        let notice = match (flag_only, decision.notice) {
+            (_, Some(Notice::CloudRequired)) => Some("cloud_required"),
+            (Some(Command::Local), _) => Some("local_on"),
+            (Some(Command::Cloud), _) => Some("local_off"),
+            _ => None,
+        };
+        info!(
+            route = %decision.route,
+            source = %decision.source,
+            entry = entry_name(mode),
+            local_only = stage.local_only,
+            declared = line.is_some(),
+            "route decided"
+        );
+        let session_id = turn.message.session_id.clone();
+        let decided = RouteDecided {
+            session_id: session_id.clone(),
+            user_event_id: turn.id(),
+            route: decision.route.as_str().to_owned(),
+            source: decision.source.as_str().to_owned(),
+            local_only: stage.local_only,
+            primary,
+            declaration: line.clone(),
+            entry: Some(entry_name(mode).to_owned()),
+            detail: serde_json::to_value(&decision).ok(),
+        };
+        let service = self.ctx.service;
+        let first = NewEvent::caused_by(cause, STEP_ROUTE, &decided, service)
+            .map_err(HandlerError::permanent)?;
+        let next = if decision.route == Route::Chat {
+            let render = RenderRequested {
+                session_id: session_id.clone(),
+                channel: turn.message.channel,
+                user_event_id: turn.id(),
+                user_text: turn.message.text.clone(),
+                work_result: None,
+                declaration: line,
+                notice: notice.map(str::to_owned),
+                memory_summary: self.memory_summary(turn).await?,
+            };
+            NewEvent::caused_by(cause, STEP_NEXT, &render, service)
+        } else {
+            let context = self.conversation_context(turn).await?;
+            let earlier = if decision.route == Route::Analyze {
+                self.earlier_analyses(turn).await?
+            } else {
+                Vec::new()
+            };
+            let work = WorkRequested {
+                session_id: session_id.clone(),
+                user_event_id: turn.id(),
+                route: decision.route.as_str().to_owned(),
+                task: super::task::initial_task(decision.route, stage.text, &context, &earlier),
+                loop_index: 1,
+                local_only: stage.local_only,
+                reroute: false,
+            };
+            NewEvent::caused_by(cause, STEP_NEXT, &work, service)
+        }
+        .map_err(HandlerError::permanent)?;
+        self.append(&session_id, &[first, next]).await
+    }
+
+    /// Earlier ANALYZE results of the session (structured JSON), for an ANALYZE task.
+    async fn earlier_analyses(&self, turn: &Turn) -> Result<Vec<serde_json::Value>, HandlerError> {
+        crate::projections::AnalyzeResultsProjection::recent(
+            self.ctx.store().pool(),
+            &turn.message.session_id,
+            self.ctx.config.ghost.routing.analyze_context as i64,
+        )
+        .await
+        .map_err(HandlerError::transient)
+    }
+
+    /// Every `routing.summarize_after_turns` user messages, asks the worker to refresh the
+    /// session's short summary (in the session's memory stream, outside the turn).
+    async fn request_summary_if_due(
+        &self,
+        event: &RecordedEvent,
+        turn: &Turn,
+    ) -> Result<(), HandlerError> {
+        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1);
+        let n = self.user_turns(turn).await?;
+        if n < every || n % every != 0 {
+            return Ok(());
+        }
+        let request = SummarizeRequested {
+            session_id: turn.message.session_id.clone(),
+            user_event_id: turn.id(),
+            user_turns: n,
+        };
+        let e = NewEvent::caused_by(event, STEP_SUMMARIZE, &request, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        self.ctx
+            .log
+            .append(
+                &memory_stream(&turn.message.session_id),
+                ExpectedVersion::Any,
+                &[e],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(())
+    }
+}

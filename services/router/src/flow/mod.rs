@@ -1,0 +1,108 @@
+//! The router's event handlers: one [`Router`] reacts to every event type it consumes.
+//!
+//! Every step appends a fixed set of events whose ids derive from the event handled, so a
+//! redelivery appends nothing and never asks the classifier or a worker twice.
+
+pub mod intake;
+pub mod loops;
+pub mod task;
+pub mod turn;
+
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    ClassifierReplied, RenderFailed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::store::ExpectedVersion;
+use uuid::Uuid;
+
+use crate::routing::{EntryMode, RoutingConfig};
+
+/// Step names: the ids of the events a handler appends derive from the handled event and
+/// these, the same whatever the decision, so a redelivery is always a duplicate.
+pub(crate) const STEP_ROUTE: &str = "route";
+pub(crate) const STEP_NEXT: &str = "next";
+pub(crate) const STEP_CLASSIFY: &str = "classify";
+pub(crate) const STEP_LOOP: &str = "loop";
+pub(crate) const STEP_SUMMARIZE: &str = "summarize";
+
+/// The router's handler for user messages, classifier replies and worker results.
+pub struct Router {
+    pub(crate) ctx: ServiceContext,
+    pub(crate) config: RoutingConfig,
+}
+
+impl Router {
+    /// A router with a loaded `routing.yaml`.
+    pub fn new(ctx: ServiceContext, config: RoutingConfig) -> Self {
+        Self { ctx, config }
+    }
+
+    /// The configured entry mode of a channel.
+    pub(crate) fn entry_mode(&self, channel: &str) -> EntryMode {
+        match self.ctx.config.ghost.routing.entry_mode(channel) {
+            "kuro" => EntryMode::Kuro,
+            _ => EntryMode::Router,
+        }
+    }
+
+    /// Appends `events` to the session's stream (idempotent by their derived ids).
+    pub(crate) async fn append(
+        &self,
+        session_id: &str,
+        events: &[NewEvent],
+    ) -> Result<(), HandlerError> {
+        self.ctx
+            .log
+            .append(&session_stream(session_id), ExpectedVersion::Any, events)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Router {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        match event.event_type.as_str() {
+            UserMessageReceived::EVENT_TYPE => self.on_user_message(&event).await,
+            ClassifierReplied::EVENT_TYPE => self.on_classifier_reply(&event).await,
+            WorkerCompleted::EVENT_TYPE | WorkerFailed::EVENT_TYPE => {
+                self.on_worker_outcome(&event).await
+            }
+            other => Err(HandlerError::permanent(format!(
+                "router does not handle {other}"
+            ))),
+        }
+    }
+
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        // Close the turn so the session is not left busy.
+        let Some(event) = event else { return };
+        let user_event_id = match event.payload.get("user_event_id") {
+            Some(v) => v.as_str().and_then(|s| s.parse::<Uuid>().ok()),
+            None => Some(event.event_id),
+        };
+        let Some(user_event_id) = user_event_id else {
+            return;
+        };
+        let Ok(Some(user_event)) = self.ctx.store().get(user_event_id).await else {
+            return;
+        };
+        let Ok(message) = user_event.decode::<UserMessageReceived>() else {
+            return;
+        };
+        let failed = RenderFailed {
+            session_id: message.session_id.clone(),
+            channel: message.channel,
+            user_event_id,
+            code: "routing_failed".into(),
+            message: crate::routing::mask_secrets(&reason.chars().take(200).collect::<String>())
+                .into_owned(),
+        };
+        if let Ok(e) = NewEvent::caused_by(event, "render-failed", &failed, self.ctx.service) {
+            let _ = self.append(&message.session_id, &[e]).await;
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The texts the router hands on: worker tasks and the work result the persona conveys.
+//! A task for the cloud (CODE) is masked as a whole, whatever it carries.
+
+use serde_json::{json, Value};
+
+use crate::routing::{mask_secrets, Route, WorkerResult};
+
+/// Masks the task when it goes to the cloud.
+fn for_route(route: Route, task: String) -> String {
+    if route.uses_cloud() {
+        mask_secrets(&task).into_owned()
+    } else {
+        task
+    }
+}
+
+/// The first run's task: the request, the conversation context and (ANALYZE) earlier results.
+pub fn initial_task(route: Route, text: &str, context: &str, earlier: &[Value]) -> String {
+    let mut task = format!("[request]\n{}\n", text.trim());
+    if !context.trim().is_empty() {
+        task.push('\n');
+        task.push_str(context.trim_end());
+        task.push('\n');
+    }
+    if !earlier.is_empty() {
+        task.push_str("\n[earlier analysis results of this conversation, oldest first]\n");
+        for result in earlier {
+            task.push_str(&result.to_string());
+            task.push('\n');
+        }
+    }
+    for_route(route, task)
+}
+
+/// The next loop's task: the previous task, what the last run produced and what it proposed.
+pub fn next_loop_task(route: Route, previous: &str, result: &WorkerResult) -> String {
+    let mut task = previous.trim_end().to_owned();
+    task.push_str("\n\n[previous run's result]\n");
+    task.push_str(result.result.trim());
+    if !result.why.trim().is_empty() {
+        task.push_str("\n[why another run is needed]\n");
+        task.push_str(result.why.trim());
+    }
+    if !result.next_actions.is_empty() {
+        task.push_str("\n[do next]\n");
+        for action in &result.next_actions {
+            task.push_str("- ");
+            task.push_str(action);
+            task.push('\n');
+        }
+    }
+    for_route(route, task)
+}
+
+/// The reroute's task: the first task, with a note that another route did not fit.
+pub fn reroute_task(route: Route, first: &str, from: Route, why: &str) -> String {
+    let mut task = first.trim_end().to_owned();
+    task.push_str(&format!(
+        "\n\n[note] A first attempt on route {from} did not fit this request"
+    ));
+    if !why.trim().is_empty() {
+        task.push_str(": ");
+        task.push_str(why.trim());
+    }
+    task.push('\n');
+    for_route(route, task)
+}
+
+/// What the persona conveys: the status, the route, the result and what is needed next.
+pub fn work_result(status: &str, route: Route, loops: u32, result: Option<&WorkerResult>) -> Value {
+    let mut v = json!({ "status": status, "route": route.as_str(), "loops": loops });
+    if let Some(r) = result {
+        v["result"] = json!(r.result);
+        if !r.questions_for_user.is_empty() {
+            v["questions_for_user"] = json!(r.questions_for_user);
+        }
+        if !r.next_actions.is_empty() {
+            v["next_actions"] = json!(r.next_actions);
+        }
+        if !r.why.trim().is_empty() {
+            v["why"] = json!(r.why);
+        }
+        v["risk"] = json!(r.risk);
+    }
+    v
+}
+
+/// The short failure summary the persona tells the user (no internals, no raw output).
+pub fn failure_result(route: Route, loops: u32, reason: &str) -> Value {
+    json!({
+        "status": "failed",
+        "route": route.as_str(),
+        "loops": loops,
+        "failure": format!("the work could not be completed ({reason}); nothing further was attempted"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cloud_tasks_are_masked_local_ones_are_not() {
+        let text = "api_key=sk-abcdefghijklmnop1234567890 を使うコードを直して";
+        let code = initial_task(Route::Code, text, "", &[]);
+        assert!(!code.contains("sk-abcdefghijklmnop1234567890"), "{code}");
+        let plan = initial_task(Route::Plan, text, "", &[]);
+        assert!(plan.contains("sk-abcdefghijklmnop1234567890"));
+    }
+}

@@ -1,0 +1,183 @@
+//! What a handler needs to know about the user message it serves, read from the event store
+//! (the source of truth, so decisions never depend on a projection's lag).
+
+use ghost_shared::bus::HandlerError;
+use ghost_shared::event::{session_stream, EventPayload, RecordedEvent};
+use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::Router;
+use crate::projections::RoutingSessionsProjection;
+use crate::routing::{Route, SessionRouting};
+
+/// One user message and the session state before it.
+pub(crate) struct Turn {
+    /// The `UserMessageReceived` event.
+    pub event: RecordedEvent,
+    /// Its payload.
+    pub message: UserMessageReceived,
+    /// The session's routing state before this message.
+    pub session: SessionRouting,
+}
+
+impl Turn {
+    /// The user message's id (the correlation id of everything in its turn).
+    pub fn id(&self) -> Uuid {
+        self.event.event_id
+    }
+
+    /// The channel's name.
+    pub fn channel(&self) -> &'static str {
+        self.message.channel.as_str()
+    }
+}
+
+impl Router {
+    /// The turn of a `UserMessageReceived` event.
+    pub(crate) async fn turn_of(&self, event: &RecordedEvent) -> Result<Turn, HandlerError> {
+        let message: UserMessageReceived = event.decode().map_err(HandlerError::permanent)?;
+        let session = self.session_before(&event.stream, event.version).await?;
+        Ok(Turn {
+            event: event.clone(),
+            message,
+            session,
+        })
+    }
+
+    /// The turn of the user message `user_event_id` (for events later in the turn).
+    pub(crate) async fn load_turn(&self, user_event_id: Uuid) -> Result<Turn, HandlerError> {
+        let event = self
+            .ctx
+            .store()
+            .get(user_event_id)
+            .await
+            .map_err(HandlerError::transient)?
+            .ok_or_else(|| {
+                HandlerError::permanent(format!("user message {user_event_id} not found"))
+            })?;
+        self.turn_of(&event).await
+    }
+
+    /// The session state after the last routed message before `version`: `local_only` from
+    /// the latest `RouteDecided`, the last primary route from the latest primary one.
+    async fn session_before(
+        &self,
+        stream: &str,
+        version: i32,
+    ) -> Result<SessionRouting, HandlerError> {
+        let pool = self.ctx.store().pool();
+        let latest = |primary_only: bool| {
+            let sql = format!(
+                "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
+                 AND version < $2 {} ORDER BY version DESC LIMIT 1",
+                RouteDecided::EVENT_TYPE,
+                if primary_only {
+                    "AND COALESCE((payload->>'primary')::boolean, true)"
+                } else {
+                    ""
+                }
+            );
+            async move {
+                sqlx::query(&sql)
+                    .bind(stream)
+                    .bind(version)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(HandlerError::transient)?
+                    .map(|row| row.try_get::<serde_json::Value, _>(0))
+                    .transpose()
+                    .map_err(HandlerError::transient)?
+                    .map(serde_json::from_value::<RouteDecided>)
+                    .transpose()
+                    .map_err(HandlerError::permanent)
+            }
+        };
+        let last = latest(false).await?;
+        let last_primary = latest(true).await?;
+        Ok(SessionRouting {
+            local_only: last.is_some_and(|d| d.local_only),
+            last_primary_route: last_primary.and_then(|d| d.route.parse::<Route>().ok()),
+        })
+    }
+
+    /// Every event of this turn so far (same correlation, after the user message).
+    pub(crate) async fn turn_events(
+        &self,
+        turn: &Turn,
+    ) -> Result<Vec<RecordedEvent>, HandlerError> {
+        let events = self
+            .ctx
+            .store()
+            .read_stream(&turn.event.stream, turn.event.version)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(events
+            .into_iter()
+            .filter(|e| e.metadata.correlation_id == turn.id())
+            .collect())
+    }
+
+    /// User messages in the session up to and including this one.
+    pub(crate) async fn user_turns(&self, turn: &Turn) -> Result<u32, HandlerError> {
+        let n: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{}' AND version <= $2",
+            UserMessageReceived::EVENT_TYPE
+        ))
+        .bind(session_stream(&turn.message.session_id))
+        .bind(turn.event.version)
+        .fetch_one(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// The session's short-memory summary, if the worker has written one.
+    pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
+        RoutingSessionsProjection::summary(self.ctx.store().pool(), &turn.message.session_id)
+            .await
+            .map_err(HandlerError::transient)
+    }
+
+    /// The context worker prompts get: the summary plus the last `routing.recent_turns`
+    /// turns before this message, oldest first — never the whole history.
+    pub(crate) async fn conversation_context(&self, turn: &Turn) -> Result<String, HandlerError> {
+        let recent = self.ctx.config.ghost.routing.recent_turns;
+        let mut out = String::new();
+        if let Some(summary) = self.memory_summary(turn).await? {
+            out.push_str("[summary of the conversation so far]\n");
+            out.push_str(summary.trim());
+            out.push('\n');
+        }
+        if recent == 0 {
+            return Ok(out);
+        }
+        let tail = self
+            .ctx
+            .store()
+            .read_stream_tail(&turn.event.stream, (recent as i64) * 12 + 16)
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut lines: Vec<String> = tail
+            .iter()
+            .filter(|e| e.version < turn.event.version)
+            .filter_map(|e| {
+                if let Ok(m) = e.decode::<UserMessageReceived>() {
+                    Some(format!("user: {}", m.text))
+                } else if let Ok(r) = e.decode::<AssistantReplied>() {
+                    Some(format!("assistant: {}", r.text))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let skip = lines.len().saturating_sub(recent);
+        lines.drain(..skip);
+        if !lines.is_empty() {
+            out.push_str("[recent turns]\n");
+            out.push_str(&lines.join("\n"));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,62 @@
+//! The router's read models, each a checkpointed projection rebuildable from position 0.
+//!
+//! - [`sessions`]: per session `local_only`, last primary route, short-memory summary;
+//! - [`log`]: the routing log, one row per user message (masked; never shown to users);
+//! - [`analyze`]: ANALYZE results as structured JSON, for later turns to build on.
+
+pub mod analyze;
+pub mod log;
+pub mod sessions;
+
+pub use analyze::AnalyzeResultsProjection;
+pub use log::{RoutingLogProjection, RoutingLogRow};
+pub use sessions::{RoutingSessionsProjection, SessionRow};
+
+use ghost_shared::event::RecordedEvent;
+use ghost_shared::projection::ProjectionError;
+
+/// A decode failure of a projected event.
+pub(crate) fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
+    ProjectionError::Decode {
+        event_id: event.event_id,
+        event_type: event.event_type.clone(),
+        reason: e.to_string(),
+    }
+}
+
+use ghost_shared::projection::Projection;
+use sqlx::{Postgres, Transaction};
+
+/// The router's three read models behind one checkpoint and one runner (`routing`): a
+/// projection runner holds a listener connection and two pool connections while it works,
+/// so one runner instead of three keeps the router light on the pool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RoutingProjection;
+
+impl RoutingProjection {
+    /// Projection name (checkpoint key, `ghost projections rebuild routing`).
+    pub const NAME: &'static str = "routing";
+}
+
+#[async_trait::async_trait]
+impl Projection for RoutingProjection {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        RoutingSessionsProjection.apply(tx, event).await?;
+        RoutingLogProjection.apply(tx, event).await?;
+        AnalyzeResultsProjection.apply(tx, event).await
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        RoutingSessionsProjection.reset(tx).await?;
+        RoutingLogProjection.reset(tx).await?;
+        AnalyzeResultsProjection.reset(tx).await
+    }
+}

@@ -1,0 +1,74 @@
+//! `WorkRequested` on the local model, once per request. CODE is never done here.
+
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::store::ExpectedVersion;
+use tracing::{info, warn};
+
+use crate::already_done;
+
+/// The route only the cloud coder works on.
+const CODE: &str = "CODE";
+
+/// Handles `WorkRequested` for every route but CODE.
+pub struct Worker {
+    pub(crate) ctx: ServiceContext,
+    pub(crate) llm: LlmClient,
+    pub(crate) system: String,
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Worker {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
+        if work.route == CODE {
+            return Ok(()); // the coder's
+        }
+        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        if already_done(&self.ctx, &event, &steps).await? {
+            return Ok(()); // a redelivery changes nothing
+        }
+        let messages = [
+            ChatMessage::system(self.system.replace("{{route}}", &work.route)),
+            ChatMessage::user(work.task.clone()),
+        ];
+        info!(route = %work.route, loop_index = work.loop_index, "worker run");
+        let service = self.ctx.service;
+        let outcome = match self.llm.chat(&messages).await {
+            Ok(result) => {
+                let done = WorkerCompleted {
+                    session_id: work.session_id.clone(),
+                    user_event_id: work.user_event_id,
+                    route: work.route.clone(),
+                    result,
+                };
+                NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
+            }
+            Err(e) => {
+                warn!(route = %work.route, error = %e, "worker model call failed");
+                let failed = WorkerFailed {
+                    session_id: work.session_id.clone(),
+                    user_event_id: work.user_event_id,
+                    route: work.route.clone(),
+                    code: "llm_error".into(),
+                    message: e.to_string(),
+                };
+                NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
+            }
+        }
+        .map_err(HandlerError::permanent)?;
+        self.ctx
+            .log
+            .append(
+                &session_stream(&work.session_id),
+                ExpectedVersion::Any,
+                &[outcome],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(())
+    }
+}

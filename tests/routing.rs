@@ -1,0 +1,451 @@
+//! Routing end to end (seed 002) through the gateway, NATS and Postgres: every case of
+//! `fixtures/routing.json` with scripted classifier replies, `/local`, the loop controller,
+//! Kuro's delegation and the `ghost route` probe.
+
+mod routing_support;
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ghost_router::projections::{RoutingLogProjection, RoutingSessionsProjection};
+use ghost_shared::event::EventPayload;
+use ghost_shared::events::{
+    ClassifyRequested, LoopDecided, RenderRequested, RouteDecided, WorkRequested,
+};
+use ghost_shared::testing::eventually;
+use routing_support::{payload, Kind, RoutingApp, Scripts, PERSONA_REPLY};
+use serde_json::Value;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/routing.json");
+
+fn fixture() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(FIXTURE).expect("fixture")).expect("JSON")
+}
+
+/// The scripted classifier reply of a case as the raw text the model sends.
+fn scripted_reply(case: &Value) -> Option<String> {
+    if let Some(raw) = case.get("classifier_reply_raw").and_then(Value::as_str) {
+        return Some(raw.to_owned());
+    }
+    case.get("classifier_reply").map(Value::to_string)
+}
+
+/// What the user sees: the declaration line, then the persona's words.
+fn expected_reply(declaration: Option<&str>) -> String {
+    match declaration {
+        Some(line) => format!("{line}\n{PERSONA_REPLY}"),
+        None => PERSONA_REPLY.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
+    let fixture = fixture();
+    let cases = fixture["cases"].as_array().expect("cases").clone();
+    let declarations = fixture["declarations"].clone();
+    let mut scripts = Scripts::default();
+    for case in &cases {
+        let text = case["text"].as_str().expect("text");
+        if let Some(reply) = scripted_reply(case) {
+            // The classifier sees the text without leading commands (none of these has one).
+            scripts.classifier.insert(text.to_owned(), reply);
+        }
+    }
+    let r = RoutingApp::spawn(scripts, &[]).await;
+
+    // Distinct sessions, all at once; each says its text twice.
+    let turns = cases.iter().enumerate().map(|(i, case)| {
+        let r = &r;
+        async move {
+            let session = format!("fx{i}");
+            let text = case["text"].as_str().unwrap_or_default();
+            let first = r.say(&session, text).await;
+            let second = r.say(&session, text).await;
+            (session, first, second)
+        }
+    });
+    let results = futures::future::join_all(turns).await;
+
+    let mut code_messages = 0;
+    for (case, (session, first, second)) in cases.iter().zip(&results) {
+        let text = case["text"].as_str().unwrap_or_default();
+        let want_route = case["expect"]["route"].as_str().unwrap_or_default();
+        let want_source = case["expect"]["source"].as_str().unwrap_or_default();
+        let decided = r.of_type(session, RouteDecided::EVENT_TYPE).await;
+        assert_eq!(decided.len(), 2, "{text:?}");
+        for d in &decided {
+            assert_eq!(d.payload["route"], want_route, "{text:?}: {}", d.payload);
+            assert_eq!(d.payload["source"], want_source, "{text:?}: {}", d.payload);
+        }
+        // Declared on the first message only (CHAT never), before the persona's words.
+        let line = declarations[want_route].as_str();
+        assert_eq!(first, &expected_reply(line), "{text:?}");
+        assert_eq!(second, &expected_reply(None), "{text:?}: same route again");
+        // The classifier was asked once per message exactly when the case scripts a reply.
+        let asked = r
+            .of_type(session, ClassifyRequested::EVENT_TYPE)
+            .await
+            .len();
+        let want_asked = if scripted_reply(case).is_some() { 2 } else { 0 };
+        assert_eq!(asked, want_asked, "{text:?}");
+        let model_asked = r
+            .requests(Kind::Classifier)
+            .iter()
+            .filter(|q| routing_support::routed_text(q) == text.trim())
+            .count();
+        assert_eq!(model_asked, want_asked, "{text:?}: classifier model calls");
+        // Work ran on the decided route (CHAT: none).
+        let works = r.of_type(session, WorkRequested::EVENT_TYPE).await;
+        if want_route == "CHAT" {
+            assert!(works.is_empty(), "{text:?}");
+        } else {
+            assert_eq!(works.len(), 2, "{text:?}");
+            assert!(works.iter().all(|w| w.payload["route"] == want_route));
+        }
+        if want_route == "CODE" {
+            code_messages += 2;
+        }
+    }
+    // Only CODE reached the cloud, once per CODE message.
+    let cloud = r.cloud.requests();
+    assert_eq!(
+        cloud
+            .iter()
+            .filter(|q| q.path.ends_with("/chat/completions"))
+            .count(),
+        code_messages
+    );
+    assert!(cloud
+        .iter()
+        .all(|q| q.authorization.as_deref() == Some("Bearer cloud-test-key")));
+
+    // The routing log has one row per message, with the classifier's verdict and failures.
+    let explicit = &results[0].0; // "/code …"
+    let unparsable = results
+        .iter()
+        .zip(&cases)
+        .find(|(_, c)| c["classifier_reply_raw"].is_string())
+        .map(|(r, _)| r.0.clone())
+        .expect("an unparsable case");
+    let below = results
+        .iter()
+        .zip(&cases)
+        .find(|(_, c)| c["text"] == "どうしよう")
+        .map(|(r, _)| r.0.clone())
+        .expect("the below-threshold case");
+    let rows = |session: String| {
+        let r = &r;
+        async move {
+            let users = r.of_type(&session, "UserMessageReceived").await;
+            eventually(Duration::from_secs(15), "routing log rows", || async {
+                let mut rows = Vec::new();
+                for u in &users {
+                    let row = RoutingLogProjection::get(r.app.store.pool(), u.event_id)
+                        .await
+                        .ok()??;
+                    row.final_route.as_ref()?;
+                    rows.push(row);
+                }
+                Some(rows)
+            })
+            .await
+        }
+    };
+    let code_rows = rows(explicit.clone()).await;
+    assert_eq!(code_rows[0].first_route.as_deref(), Some("CODE"));
+    assert_eq!(code_rows[0].first_source.as_deref(), Some("explicit"));
+    assert!(code_rows[0].user_override);
+    assert_eq!(
+        (code_rows[0].coder_calls, code_rows[0].worker_calls),
+        (1, 0)
+    );
+    assert_eq!(code_rows[0].final_route.as_deref(), Some("CODE"));
+    assert_eq!(code_rows[0].risk.as_deref(), Some("low"));
+    assert_eq!(code_rows[0].needs_next_loop, Some(false));
+    let failed_rows = rows(unparsable).await;
+    assert_eq!(
+        failed_rows[0].first_source.as_deref(),
+        Some("classifier_failed")
+    );
+    assert_eq!(failed_rows[0].parse_failures[0]["kind"], "unparsable");
+    let below_rows = rows(below).await;
+    assert_eq!(below_rows[0].classifier_route.as_deref(), Some("PLAN"));
+    assert_eq!(below_rows[0].classifier_confidence, Some(0.3));
+    assert_eq!(below_rows[0].final_route.as_deref(), Some("CHAT"));
+
+    // Session state as a projection: the last primary route.
+    let session = eventually(Duration::from_secs(15), "session row", || async {
+        RoutingSessionsProjection::get(r.app.store.pool(), explicit)
+            .await
+            .ok()?
+    })
+    .await;
+    assert_eq!(session.last_primary_route.as_deref(), Some("CODE"));
+    assert!(!session.local_only);
+    r.cleanup().await;
+}
+
+#[tokio::test]
+async fn local_only_sends_nothing_to_the_cloud_until_cloud_lifts_it() {
+    let r = RoutingApp::spawn(Scripts::default(), &[]).await;
+    let fixture = fixture();
+    let sequences = fixture["local_only"].as_array().expect("sequences").clone();
+    for (i, seq) in sequences.iter().enumerate() {
+        let session = format!("lo{i}");
+        let steps: Vec<&str> = seq["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let before = r.cloud.request_count();
+        let mut last_reply = String::new();
+        for step in &steps {
+            last_reply = r.say(&session, step).await;
+        }
+        let expect = seq["expect"].as_str().unwrap_or_default();
+        let renders = r.of_type(&session, RenderRequested::EVENT_TYPE).await;
+        let last_render = payload(&renders);
+        if expect.contains("runs on the cloud coder") {
+            assert_eq!(r.cloud.request_count(), before + 1, "{steps:?}");
+            assert_eq!(last_reply, format!("コーディングするね。\n{PERSONA_REPLY}"));
+        } else {
+            assert_eq!(
+                r.cloud.request_count(),
+                before,
+                "{steps:?}: no cloud request"
+            );
+            assert_eq!(last_render["notice"], "cloud_required", "{steps:?}");
+            // Blocked CODE is not announced as coding.
+            assert_eq!(last_reply, PERSONA_REPLY, "{steps:?}");
+            // The persona was told to say briefly that /cloud lifts it.
+            let persona = r.requests(Kind::Persona);
+            let prompt = persona
+                .iter()
+                .rev()
+                .find_map(|q| q.last_user_text())
+                .unwrap_or_default();
+            assert!(prompt.contains("/cloud"), "{prompt}");
+        }
+        // The first step, a bare /local, is acknowledged without a route.
+        let first = &renders[0].payload;
+        assert_eq!(first["notice"], "local_on", "{steps:?}");
+    }
+    assert_eq!(r.requests(Kind::Work).len(), 0, "nothing else ran");
+    r.cleanup().await;
+}
+
+/// A worker that loops forever, reports a wrong route, or breaks the contract, by marker.
+fn misbehaving_worker(task: &str) -> String {
+    if task.contains("loop-forever") {
+        r#"{"result":"partial","needs_next_loop":true,"why":"more to do","next_actions":["continue"],"questions_for_user":[],"confidence":0.9,"risk":"low"}"#.to_owned()
+    } else if task.contains("wrong-route") {
+        let suggested = if task.contains("did not fit") {
+            "PLAN"
+        } else {
+            "OPS"
+        };
+        format!(
+            r#"{{"result":"not mine","needs_next_loop":false,"why":"wrong route","next_actions":[],"questions_for_user":[],"confidence":0.9,"risk":"low","fit":false,"suggested_route":"{suggested}"}}"#
+        )
+    } else if task.contains("garbage") {
+        "了解です、やっておきます".to_owned()
+    } else {
+        routing_support::CONTRACT_OK.to_owned()
+    }
+}
+
+#[tokio::test]
+async fn loop_controller_limits_loops_reroutes_once_and_stops_on_malformed_output() {
+    let scripts = Scripts {
+        worker: Some(Arc::new(misbehaving_worker)),
+        ..Scripts::default()
+    };
+    let r = RoutingApp::spawn(scripts, &[]).await;
+
+    // Loop limit (3 in routing.yaml): three runs, then a progress report.
+    let reply = r.say("loop", "/plan loop-forever").await;
+    assert_eq!(reply, format!("段取りを組むね。\n{PERSONA_REPLY}"));
+    let works = r.of_type("loop", WorkRequested::EVENT_TYPE).await;
+    let indexes: Vec<u64> = works
+        .iter()
+        .filter_map(|w| w.payload["loop_index"].as_u64())
+        .collect();
+    assert_eq!(indexes, [1, 2, 3]);
+    assert!(works[1].payload["task"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("continue"));
+    let render = payload(&r.of_type("loop", RenderRequested::EVENT_TYPE).await);
+    assert_eq!(render["work_result"]["status"], "limit_reached");
+    assert_eq!(render["work_result"]["result"], "partial");
+    let decisions: Vec<Value> = r
+        .of_type("loop", LoopDecided::EVENT_TYPE)
+        .await
+        .iter()
+        .map(|e| e.payload["decision"].clone())
+        .collect();
+    assert_eq!(decisions, ["another_loop", "another_loop", "limit_reached"]);
+    let prompt = r
+        .requests(Kind::Persona)
+        .last()
+        .and_then(|q| q.last_user_text())
+        .unwrap_or_default();
+    assert!(prompt.contains("what input is needed"), "{prompt}");
+
+    // Reroute: PLAN says OPS fits; OPS says PLAN fits — only the first is taken.
+    r.say("reroute", "/plan wrong-route").await;
+    let works = r.of_type("reroute", WorkRequested::EVENT_TYPE).await;
+    let routes: Vec<&str> = works
+        .iter()
+        .filter_map(|w| w.payload["route"].as_str())
+        .collect();
+    assert_eq!(routes, ["PLAN", "OPS"]);
+    assert_eq!(works[1].payload["reroute"], true);
+    let render = payload(&r.of_type("reroute", RenderRequested::EVENT_TYPE).await);
+    assert_eq!(render["work_result"]["route"], "OPS");
+    assert_eq!(render["work_result"]["status"], "done");
+
+    // Malformed output: a failure, no further loop, a short failure summary.
+    r.say("garbage", "/ops garbage").await;
+    let works = r.of_type("garbage", WorkRequested::EVENT_TYPE).await;
+    assert_eq!(works.len(), 1);
+    let render = payload(&r.of_type("garbage", RenderRequested::EVENT_TYPE).await);
+    assert_eq!(render["work_result"]["status"], "failed");
+    assert!(
+        render["work_result"]["result"].is_null(),
+        "no raw output is conveyed"
+    );
+    let decided = payload(&r.of_type("garbage", LoopDecided::EVENT_TYPE).await);
+    assert_eq!(decided["decision"], "render_failure");
+    assert!(decided["failure"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("unparsable"));
+    r.cleanup().await;
+}
+
+#[tokio::test]
+async fn kuro_mode_delegates_through_the_same_gates() {
+    let mut scripts = Scripts::default();
+    scripts.kuro.insert(
+        "引っ越しどうしよう".into(),
+        r#"{"route":"PLAN","confidence":0.9,"reason":"段取り","evidence":["引っ越し"]}"#.into(),
+    );
+    scripts.kuro.insert(
+        "ちょっと手伝ってほしい".into(),
+        r#"{"route":"CODE","confidence":0.99,"reason":"?","evidence":[]}"#.into(),
+    );
+    scripts
+        .kuro
+        .insert("ねえねえ".into(), "I think PLAN".into());
+    let r = RoutingApp::spawn(scripts, &[("GHOST_ROUTING__ENTRY_MODES__HTTP", "kuro")]).await;
+
+    let reply = r.say("k1", "引っ越しどうしよう").await;
+    assert_eq!(reply, format!("段取りを組むね。\n{PERSONA_REPLY}"));
+    let d = payload(&r.of_type("k1", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(
+        (d["route"].as_str(), d["source"].as_str()),
+        (Some("PLAN"), Some("kuro"))
+    );
+    assert_eq!(d["entry"], "line_forced_chat");
+    // The CODE guard applies to Kuro as to the classifier: no evidence, no CODE.
+    r.say("k2", "ちょっと手伝ってほしい").await;
+    let d = payload(&r.of_type("k2", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(
+        (d["route"].as_str(), d["source"].as_str()),
+        (Some("CHAT"), Some("kuro"))
+    );
+    assert_eq!(d["detail"]["fallback"]["kind"], "code_guard");
+    // Unparsable delegation: discarded, CHAT.
+    r.say("k3", "ねえねえ").await;
+    let d = payload(&r.of_type("k3", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["source"], "kuro_failed");
+    // Explicit commands come first: Kuro is not asked.
+    r.say("k4", "/ops nginx").await;
+    let d = payload(&r.of_type("k4", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["source"], "explicit");
+    assert_eq!(r.requests(Kind::Kuro).len(), 3);
+    assert_eq!(
+        r.requests(Kind::Classifier).len(),
+        0,
+        "no front classifier in kuro mode"
+    );
+    assert_eq!(r.cloud.request_count(), 0);
+    r.cleanup().await;
+}
+
+#[tokio::test]
+async fn short_memory_is_summarized_and_used_in_prompts() {
+    let r = RoutingApp::spawn(
+        Scripts::default(),
+        &[("GHOST_ROUTING__SUMMARIZE_AFTER_TURNS", "2")],
+    )
+    .await;
+    r.say("m", "/chat one").await;
+    r.say("m", "/chat two").await;
+    eventually(Duration::from_secs(15), "summary row", || async {
+        RoutingSessionsProjection::get(r.app.store.pool(), "m")
+            .await
+            .ok()?
+            .and_then(|s| s.summary)
+    })
+    .await;
+    r.say("m", "/plan three").await;
+    let work = r.requests(Kind::Work);
+    let task = work
+        .last()
+        .and_then(|q| q.last_user_text())
+        .unwrap_or_default();
+    assert!(task.contains("short summary of the talk"), "{task}");
+    let persona = r.requests(Kind::Persona);
+    let system = persona
+        .last()
+        .and_then(|q| q.system_text())
+        .unwrap_or_default();
+    assert!(system.contains("short summary of the talk"), "{system}");
+    assert_eq!(r.requests(Kind::Summary).len(), 1);
+    r.cleanup().await;
+}
+
+#[test]
+fn route_probe_prints_the_first_stage_as_json() {
+    let run = |args: &[&str], input: &str| -> Value {
+        use std::io::Write;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
+            .arg("route")
+            .args(args)
+            .env(
+                "GHOST_CONFIG_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/config"),
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run ghost route");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("output");
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let out = run(&[], "sudo systemctl restart nginx\n");
+    assert_eq!(out["route"], "OPS");
+    assert_eq!(out["source"], "rule");
+    assert!(!out["evidence"].as_array().expect("evidence").is_empty());
+    let out = run(&[], "/code fizzbuzz");
+    assert_eq!(
+        out,
+        serde_json::json!({"route":"CODE","source":"explicit","evidence":["/code"]})
+    );
+    let out = run(&[], "「/code」って書いてみて");
+    assert_eq!(out["source"], "classifier_needed");
+    let out = run(&["--local-only"], "/code fizzbuzz");
+    assert_eq!(out["route"], "CHAT");
+    assert_eq!(out["notice"], "cloud_required");
+}
