@@ -2,6 +2,7 @@
 //!
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
+//! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors.
 
@@ -12,6 +13,7 @@ pub mod health;
 pub mod line;
 pub mod sessions;
 pub mod slack;
+pub mod stage;
 
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -41,6 +43,7 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/chat", post(chat::chat))
         .route("/sessions/{id}/messages", get(sessions::messages))
+        .route("/stage", get(stage::stage))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,
