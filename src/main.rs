@@ -38,6 +38,12 @@ enum Command {
     /// Drives chat turns through the whole pipeline against a fake model and reports
     /// throughput and latency (see BENCHMARKS.md).
     Load(ghost::load::LoadArgs),
+    /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
+    /// JSON: {"next_id", "reason", "extracted", "normalized"}.
+    NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Drives stage runs through the persona's durable loop against a zero-delay fake model
+    /// and reports stage turns per second (see BENCHMARKS.md).
+    LoadStage(ghost::stage_load::StageLoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -68,6 +74,8 @@ fn main() -> Result<()> {
                 command: ProjectionsCommand::Rebuild { name },
             } => rebuild(&name).await,
             Command::Load(args) => ghost::load::run(args).await,
+            Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::LoadStage(args) => ghost::stage_load::run(args).await,
         }
     })
 }
