@@ -47,8 +47,7 @@ pub fn next_speaker(args: NextSpeakerArgs) -> Result<()> {
     let registry = SpeakerRegistry::from_yaml(&yaml)
         .with_context(|| format!("registry {}", path.display()))?;
     let fallback: Fallback = args.fallback.parse()?;
-    let policy =
-        NominationPolicy::new(args.allow_self_nomination, fallback, args.fuzzy_threshold)?;
+    let policy = NominationPolicy::new(args.allow_self_nomination, fallback, args.fuzzy_threshold)?;
     let mut bytes = Vec::new();
     std::io::stdin()
         .read_to_end(&mut bytes)

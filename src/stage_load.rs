@@ -36,7 +36,10 @@ pub fn cast_model_overrides(base_url: &str, ids: &[&str]) -> Vec<(String, String
         let key = id.to_uppercase();
         vars.push((format!("GHOST_LLM__{key}__PROVIDER"), "ollama".to_owned()));
         vars.push((format!("GHOST_LLM__{key}__BASE_URL"), base_url.to_owned()));
-        vars.push((format!("GHOST_LLM__{key}__MODEL"), format!("{}-model", id.to_lowercase())));
+        vars.push((
+            format!("GHOST_LLM__{key}__MODEL"),
+            format!("{}-model", id.to_lowercase()),
+        ));
     }
     vars
 }
@@ -44,7 +47,9 @@ pub fn cast_model_overrides(base_url: &str, ids: &[&str]) -> Vec<(String, String
 /// Runs the load and prints the figure.
 pub async fn run(args: StageLoadArgs) -> Result<()> {
     let llm = FakeLlm::start().await.context("fake model")?;
-    llm.set_default(Script::reply("That is a fine thought; let us go on. [Next: CLARIS]"));
+    llm.set_default(Script::reply(
+        "That is a fine thought; let us go on. [Next: CLARIS]",
+    ));
     let loops = args.turns_per_run.to_string();
     let models = cast_model_overrides(&llm.base_url(), &["LUMINA", "CLARIS", "NOX", "kuro"]);
     let mut extra: Vec<(&str, &str)> = vec![
@@ -72,13 +77,13 @@ pub async fn run(args: StageLoadArgs) -> Result<()> {
 }
 
 async fn count(pool: &sqlx::PgPool, event_type: &str, prefix: &str) -> Result<i64> {
-    Ok(sqlx::query_scalar(
-        "SELECT count(*) FROM events WHERE event_type = $1 AND stream LIKE $2",
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = $1 AND stream LIKE $2")
+            .bind(event_type)
+            .bind(format!("stage-{prefix}%"))
+            .fetch_one(pool)
+            .await?,
     )
-    .bind(event_type)
-    .bind(format!("stage-{prefix}%"))
-    .fetch_one(pool)
-    .await?)
 }
 
 async fn drive(env: &TestEnv, args: &StageLoadArgs) -> Result<(i64, Duration)> {
@@ -104,8 +109,12 @@ async fn drive(env: &TestEnv, args: &StageLoadArgs) -> Result<(i64, Duration)> {
                     service: "load".into(),
                 };
                 let event = NewEvent::new(id, &input, meta)?;
-                log.append(&stage_stream(&stage_id), ExpectedVersion::NoStream, &[event])
-                    .await?;
+                log.append(
+                    &stage_stream(&stage_id),
+                    ExpectedVersion::NoStream,
+                    &[event],
+                )
+                .await?;
             }
             let deadline = Instant::now() + Duration::from_secs(600);
             while count(&pool, "StageMemorySaved", tag).await? < runs as i64 {

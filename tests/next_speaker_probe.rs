@@ -46,7 +46,8 @@ mod tempfile_path {
     }
 
     pub fn write(text: &str) -> TempPath {
-        let path = std::env::temp_dir().join(format!("ghost-registry-{}.yaml", uuid::Uuid::new_v4()));
+        let path =
+            std::env::temp_dir().join(format!("ghost-registry-{}.yaml", uuid::Uuid::new_v4()));
         std::fs::write(&path, text).unwrap();
         TempPath(path)
     }
@@ -76,7 +77,13 @@ fn self_nomination_follows_the_flag() {
     assert_eq!(refused["reason"], "round_robin");
     let (_, allowed, _) = probe(
         b"[Next: NOX]",
-        &["--current", "NOX", "--registry", path, "--allow-self-nomination"],
+        &[
+            "--current",
+            "NOX",
+            "--registry",
+            path,
+            "--allow-self-nomination",
+        ],
     );
     assert_eq!(allowed["next_id"], "NOX");
     assert_eq!(allowed["reason"], "tag");
@@ -86,12 +93,24 @@ fn self_nomination_follows_the_flag() {
 fn fuzzy_threshold_and_random_fallback_are_honoured() {
     let reg = registry_file();
     let path = reg.0.to_str().unwrap();
-    let (_, fuzzy, _) = probe(b"[Next: CLARISS]", &["--current", "NOX", "--registry", path]);
+    let (_, fuzzy, _) = probe(
+        b"[Next: CLARISS]",
+        &["--current", "NOX", "--registry", path],
+    );
     assert_eq!(fuzzy["reason"], "fuzzy");
     assert_eq!(fuzzy["next_id"], "CLARIS");
     let (_, strict, _) = probe(
         b"[Next: CLARISS]",
-        &["--current", "NOX", "--registry", path, "--fuzzy-threshold", "0.99", "--fallback", "random"],
+        &[
+            "--current",
+            "NOX",
+            "--registry",
+            path,
+            "--fuzzy-threshold",
+            "0.99",
+            "--fallback",
+            "random",
+        ],
     );
     assert_eq!(strict["reason"], "random");
     assert!(["LUMINA", "CLARIS"].contains(&strict["next_id"].as_str().unwrap()));
@@ -101,7 +120,10 @@ fn fuzzy_threshold_and_random_fallback_are_honoured() {
 fn reads_the_repository_characters_by_default_and_rejects_user() {
     let (ok, json, _) = probe(b"[Next: USER]", &["--current", "kuro"]);
     assert!(ok);
-    assert_eq!(json["next_id"], "LUMINA", "USER is rejected; round-robin after kuro");
+    assert_eq!(
+        json["next_id"], "LUMINA",
+        "USER is rejected; round-robin after kuro"
+    );
     assert_eq!(json["reason"], "round_robin");
     assert_eq!(json["normalized"], "USER");
 }
@@ -110,7 +132,10 @@ fn reads_the_repository_characters_by_default_and_rejects_user() {
 fn arbitrary_bytes_never_crash_it() {
     let reg = registry_file();
     let path = reg.0.to_str().unwrap();
-    let (ok, json, _) = probe(&[0xff, 0xfe, b'[', 0x00, b']'], &["--current", "LUMINA", "--registry", path]);
+    let (ok, json, _) = probe(
+        &[0xff, 0xfe, b'[', 0x00, b']'],
+        &["--current", "LUMINA", "--registry", path],
+    );
     assert!(ok);
     assert_eq!(json["reason"], "round_robin");
 }
@@ -120,7 +145,10 @@ fn bad_options_are_clear_errors() {
     let (ok, _, stderr) = probe(b"x", &["--current", "NOX", "--fallback", "coin"]);
     assert!(!ok);
     assert!(stderr.contains("coin"), "{stderr}");
-    let (ok, _, stderr) = probe(b"x", &["--current", "NOX", "--registry", "/nonexistent.yaml"]);
+    let (ok, _, stderr) = probe(
+        b"x",
+        &["--current", "NOX", "--registry", "/nonexistent.yaml"],
+    );
     assert!(!ok);
     assert!(stderr.contains("/nonexistent.yaml"), "{stderr}");
     let (ok, _, stderr) = probe(b"x", &["--current", "NOX", "--fuzzy-threshold", "2"]);

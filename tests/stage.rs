@@ -19,9 +19,8 @@ use support::{TestApp, TOKEN};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-type Ws = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 const CAST: [&str; 4] = ["kuro", "LUMINA", "CLARIS", "NOX"];
 
@@ -33,7 +32,11 @@ fn model(id: &str) -> String {
 async fn spawn(extra: &[(&str, &str)]) -> TestApp {
     let llm = FakeLlm::start().await.expect("fake llm");
     let mut vars = cast_model_overrides(&llm.base_url(), &CAST);
-    vars.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    vars.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     spawn_with(llm, &refs, |_| {}).await
 }
@@ -76,7 +79,9 @@ async fn connect(app: &TestApp, stage: &str) -> Ws {
 }
 
 async fn send(ws: &mut Ws, frame: Value) {
-    ws.send(Message::Text(frame.to_string().into())).await.unwrap();
+    ws.send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap();
 }
 
 /// Frames until one satisfies `last` (included), with a hang guard.
@@ -113,7 +118,10 @@ fn speakers(frames: &[Value]) -> Vec<String> {
 }
 
 async fn stage_events(app: &TestApp, stage: &str) -> Vec<RecordedEvent> {
-    app.store.read_stream(&stage_stream(stage), 0).await.unwrap()
+    app.store
+        .read_stream(&stage_stream(stage), 0)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -125,26 +133,43 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
     say("kuro", "I have no one in mind."); // no tag → round-robin after kuro
     say("LUMINA", "Who knows? [Next: ZORRO]"); // unknown → round-robin after LUMINA
     say("CLARIS", "Let us ask them. [Next: USER]"); // the user → round-robin after CLARIS
-    say("NOX", "<think>[Next: kuro]</think>Fine. {\"next\":\"CLARIS\"}"); // the cap ends it here
+    say(
+        "NOX",
+        "<think>[Next: kuro]</think>Fine. {\"next\":\"CLARIS\"}",
+    ); // the cap ends it here
     say("CLARIS", "never said");
 
     let mut first = connect(&app, "s1").await;
     let mut second = connect(&app, "s1").await;
-    send(&mut first, json!({"type": "user", "text": "[Next: ルミナ] みんな、何の話をする？"})).await;
+    send(
+        &mut first,
+        json!({"type": "user", "text": "[Next: ルミナ] みんな、何の話をする？"}),
+    )
+    .await;
     let frames = frames_until(&mut first, is_active).await;
     let watched = frames_until(&mut second, is_active).await;
 
     let order = ["LUMINA", "NOX", "kuro", "LUMINA", "CLARIS", "NOX"];
     assert_eq!(speakers(&frames), order);
-    assert_eq!(speakers(&watched), order, "a second watcher sees every line");
+    assert_eq!(
+        speakers(&watched),
+        order,
+        "a second watcher sees every line"
+    );
     let texts: Vec<&str> = frames
         .iter()
         .filter(|f| f["type"] == "message")
         .map(|f| f["text"].as_str().unwrap())
         .collect();
-    assert_eq!(texts[0], "今日は星がきれいだね。", "greeting and tag removed");
+    assert_eq!(
+        texts[0], "今日は星がきれいだね。",
+        "greeting and tag removed"
+    );
     assert_eq!(texts[5], "Fine.", "think block and JSON tag removed");
-    assert_eq!(frames.iter().find(|f| f["type"] == "message").unwrap()["display_name"], "ルミナ");
+    assert_eq!(
+        frames.iter().find(|f| f["type"] == "message").unwrap()["display_name"],
+        "ルミナ"
+    );
     let controls: Vec<&str> = frames
         .iter()
         .filter(|f| f["type"] == "control")
@@ -152,7 +177,9 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
         .collect();
     assert_eq!(controls, order, "each turn is announced before it is taken");
     assert!(
-        frames.iter().any(|f| f["type"] == "status" && f["state"] == "thinking"),
+        frames
+            .iter()
+            .any(|f| f["type"] == "status" && f["state"] == "thinking"),
         "thinking status reaches the watcher"
     );
 
@@ -162,7 +189,17 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
         .filter_map(|e| e.decode::<NextSpeakerChosen>().ok())
         .map(|c| c.reason)
         .collect();
-    assert_eq!(reasons, ["tag", "round_robin", "round_robin", "round_robin", "round_robin", "tag"]);
+    assert_eq!(
+        reasons,
+        [
+            "tag",
+            "round_robin",
+            "round_robin",
+            "round_robin",
+            "round_robin",
+            "tag"
+        ]
+    );
     let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!((ended.turns, ended.reason.as_str()), (6, "cap"));
     let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
@@ -184,7 +221,11 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
     // The same stage takes the next input; the watcher stays connected.
     say("kuro", "Again. [Next: CLARIS]");
     app.llm.set_default(Script::reply("ok"));
-    send(&mut first, json!({"type": "user", "text": "[Next: kuro] もう一回"})).await;
+    send(
+        &mut first,
+        json!({"type": "user", "text": "[Next: kuro] もう一回"}),
+    )
+    .await;
     let again = frames_until(&mut first, is_active).await;
     assert_eq!(speakers(&again)[..2], ["kuro", "CLARIS"]);
     app.cleanup().await;
@@ -197,11 +238,18 @@ async fn a_character_that_times_out_is_skipped_by_the_fallback() {
         ("GHOST_STAGE__MODEL_TIMEOUT_SECS", "0.5"),
     ])
     .await;
-    app.llm.push_for_model(&model("CLARIS"), Script::failing(Failure::Hang));
-    app.llm.push_for_model(&model("NOX"), Script::reply("...[Next: LUMINA]"));
-    app.llm.push_for_model(&model("LUMINA"), Script::reply("Yes! [Next: CLARIS]"));
+    app.llm
+        .push_for_model(&model("CLARIS"), Script::failing(Failure::Hang));
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("...[Next: LUMINA]"));
+    app.llm
+        .push_for_model(&model("LUMINA"), Script::reply("Yes! [Next: CLARIS]"));
     let mut ws = connect(&app, "s2").await;
-    send(&mut ws, json!({"type": "user", "text": "Claris first. [Next: CLARIS]"})).await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "Claris first. [Next: CLARIS]"}),
+    )
+    .await;
     let frames = frames_until(&mut ws, is_active).await;
     assert_eq!(speakers(&frames), ["NOX", "LUMINA"]);
     assert!(frames
@@ -210,7 +258,10 @@ async fn a_character_that_times_out_is_skipped_by_the_fallback() {
 
     let events = stage_events(&app, "s2").await;
     let failed: StageTurnFailed = events.iter().find_map(|e| e.decode().ok()).unwrap();
-    assert_eq!((failed.speaker.as_str(), failed.code.as_str()), ("CLARIS", "llm_timeout"));
+    assert_eq!(
+        (failed.speaker.as_str(), failed.code.as_str()),
+        ("CLARIS", "llm_timeout")
+    );
     let first_choice: NextSpeakerChosen = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!(first_choice.next_id.as_deref(), Some("NOX"));
     assert_eq!(first_choice.reason, "round_robin");
@@ -225,7 +276,8 @@ async fn alone_on_stage_nobody_is_next_and_the_run_ends() {
     let vars = cast_model_overrides(&llm.base_url(), &CAST);
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let app = spawn_with(llm, &refs, |c| c.ghost.stage.cast = vec!["NOX".into()]).await;
-    app.llm.push_for_model(&model("NOX"), Script::reply("Lumina? [Next: LUMINA]"));
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("Lumina? [Next: LUMINA]"));
     let mut ws = connect(&app, "s3").await;
     send(&mut ws, json!({"type": "user", "text": "hello"})).await;
     let frames = frames_until(&mut ws, is_active).await;
@@ -246,7 +298,10 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     for (bad, code) in [
         (Message::Text("not json".into()), "invalid_frame"),
         (Message::Text(r#"{"type":"dance"}"#.into()), "invalid_frame"),
-        (Message::Text(r#"{"type":"user","text":"  "}"#.into()), "empty_text"),
+        (
+            Message::Text(r#"{"type":"user","text":"  "}"#.into()),
+            "empty_text",
+        ),
         (Message::Binary(vec![1, 2, 3].into()), "invalid_frame"),
         (Message::Text(r#"{"type":"stop"}"#.into()), "not_running"),
     ] {
@@ -257,7 +312,8 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     assert_eq!(stage_events(&app, "s4").await.len(), 0, "nothing stored");
 
     // Still usable: a slow run, a second input while it runs, then a stop.
-    app.llm.set_default(Script::reply("slowly").with_delay(Duration::from_millis(300)));
+    app.llm
+        .set_default(Script::reply("slowly").with_delay(Duration::from_millis(300)));
     send(&mut ws, json!({"type": "user", "text": "go"})).await;
     send(&mut ws, json!({"type": "user", "text": "again"})).await;
     let frames = frames_until(&mut ws, is_error).await;
@@ -270,7 +326,10 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     assert!(events.iter().filter(|e| e.is::<StageSpoke>()).count() < 2);
 
     // Without the token there is no upgrade.
-    let url = format!("{}/api/stage?stage_id=s4", app.base_url.replace("http://", "ws://"));
+    let url = format!(
+        "{}/api/stage?stage_id=s4",
+        app.base_url.replace("http://", "ws://")
+    );
     let refused = tokio_tungstenite::connect_async(url).await;
     assert!(refused.is_err(), "unauthenticated upgrade refused");
     app.cleanup().await;

@@ -98,15 +98,21 @@ async fn spoken(app: &TestApp, stage: &str) -> Vec<(u32, String)> {
 }
 
 fn speakers(messages: &[Value]) -> Vec<&str> {
-    messages.iter().map(|m| m["speaker"].as_str().unwrap()).collect()
+    messages
+        .iter()
+        .map(|m| m["speaker"].as_str().unwrap())
+        .collect()
 }
 
 #[tokio::test]
 async fn killed_after_a_turn_was_stored_resumes_without_repeating_it() {
     let app = spawn().await;
-    app.llm.push_for_model(&model("LUMINA"), Script::reply("one [Next: NOX]"));
-    app.llm.push_for_model(&model("NOX"), Script::reply("two [Next: CLARIS]"));
-    app.llm.push_for_model(&model("CLARIS"), Script::reply("three [Next: kuro]"));
+    app.llm
+        .push_for_model(&model("LUMINA"), Script::reply("one [Next: NOX]"));
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("two [Next: CLARIS]"));
+    app.llm
+        .push_for_model(&model("CLARIS"), Script::reply("three [Next: kuro]"));
     // Dies right after the second turn committed, before its message was acked.
     let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "stage.after_append.1")]);
     let watcher = watch_run(&app, "k1", "[Next: LUMINA] start");
@@ -147,8 +153,10 @@ async fn killed_after_a_turn_was_stored_resumes_without_repeating_it() {
 #[tokio::test]
 async fn killed_mid_call_asks_again_and_speaks_once() {
     let app = spawn().await;
-    app.llm.push_for_model(&model("LUMINA"), Script::reply("lost [Next: NOX]"));
-    app.llm.push_for_model(&model("LUMINA"), Script::reply("kept [Next: NOX]"));
+    app.llm
+        .push_for_model(&model("LUMINA"), Script::reply("lost [Next: NOX]"));
+    app.llm
+        .push_for_model(&model("LUMINA"), Script::reply("kept [Next: NOX]"));
     app.llm.set_default(Script::reply("fine"));
     let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "stage.before_append")]);
     let watcher = watch_run(&app, "k2", "[Next: LUMINA] start");
@@ -164,6 +172,9 @@ async fn killed_mid_call_asks_again_and_speaks_once() {
         (s.len() == 3).then_some(s)
     })
     .await;
-    assert_eq!(stored.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(
+        stored.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
     app.cleanup().await;
 }

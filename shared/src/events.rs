@@ -304,7 +304,8 @@ pub struct StageEnded {
     pub input_id: Uuid,
     /// Turns taken.
     pub turns: u32,
-    /// `cap` (auto_loops reached), `none` (nobody to speak) or `stopped` (a client asked).
+    /// `cap` (auto_loops reached), `none` (nobody to speak), `stopped` (a client asked) or
+    /// `error` (a turn was given up on).
     pub reason: String,
 }
 

@@ -182,7 +182,8 @@ async fn catch_up(state: &AppState, stream: &str, seen: &mut i32, out: &mut Vec<
 /// by the stream's last event; a run silent for longer than the turn timeout no longer counts.
 fn running(state: &AppState, last: Option<&RecordedEvent>) -> bool {
     let Some(last) = last else { return false };
-    let timeout = chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
+    let timeout =
+        chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
     !last.is::<StageMemorySaved>() && chrono::Utc::now() - last.recorded_at < timeout
 }
 
@@ -217,7 +218,10 @@ async fn take_frame(state: &AppState, stage_id: &str, body: &[u8]) -> Result<(),
         ClientFrame::User { text } => {
             let max = state.ctx.config.ghost.gateway.max_message_chars;
             if text.trim().is_empty() {
-                return Err(ApiError::bad_request("empty_text", "text must not be empty"));
+                return Err(ApiError::bad_request(
+                    "empty_text",
+                    "text must not be empty",
+                ));
             }
             if text.chars().count() > max {
                 return Err(ApiError::bad_request(
@@ -236,7 +240,9 @@ async fn take_frame(state: &AppState, stage_id: &str, body: &[u8]) -> Result<(),
             (NewEvent::new(id, &input, metadata(id)), expected)
         }
         ClientFrame::Stop {} => stop_event(stage_id, id, is_running)?,
-        ClientFrame::Control { action } if action == "stop" => stop_event(stage_id, id, is_running)?,
+        ClientFrame::Control { action } if action == "stop" => {
+            stop_event(stage_id, id, is_running)?
+        }
         ClientFrame::Control { action } => {
             return Err(ApiError::bad_request(
                 "invalid_frame",
@@ -283,8 +289,14 @@ mod tests {
     #[test]
     fn client_frames_parse_strictly() {
         let parse = |s: &str| serde_json::from_str::<ClientFrame>(s);
-        assert!(matches!(parse(r#"{"type":"user","text":"hi"}"#), Ok(ClientFrame::User { .. })));
-        assert!(matches!(parse(r#"{"type":"stop"}"#), Ok(ClientFrame::Stop {})));
+        assert!(matches!(
+            parse(r#"{"type":"user","text":"hi"}"#),
+            Ok(ClientFrame::User { .. })
+        ));
+        assert!(matches!(
+            parse(r#"{"type":"stop"}"#),
+            Ok(ClientFrame::Stop {})
+        ));
         assert!(parse(r#"{"type":"control","action":"stop"}"#).is_ok());
         assert!(parse(r#"{"type":"user"}"#).is_err());
         assert!(parse(r#"{"type":"dance"}"#).is_err());

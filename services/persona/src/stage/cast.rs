@@ -66,12 +66,9 @@ impl Cast {
         )
         .map_err(|e| bad(&e))?;
         let fallback: Fallback = stage.fallback.parse().map_err(|e| bad(&e))?;
-        let policy = NominationPolicy::new(
-            stage.allow_self_nomination,
-            fallback,
-            stage.fuzzy_threshold,
-        )
-        .map_err(|e| bad(&e))?;
+        let policy =
+            NominationPolicy::new(stage.allow_self_nomination, fallback, stage.fuzzy_threshold)
+                .map_err(|e| bad(&e))?;
         let mut members = HashMap::new();
         for c in characters {
             let llm_config = config

@@ -5,7 +5,9 @@ use tracing::info;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::event::{NewEvent, RecordedEvent};
-use ghost_shared::events::{StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed, StageUserInput};
+use ghost_shared::events::{
+    StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed, StageUserInput,
+};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 

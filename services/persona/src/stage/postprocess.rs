@@ -64,8 +64,8 @@ impl PostProcess {
                 continue;
             }
             // `hi` must not eat the start of `history`.
-            let boundary = tail.chars().next().is_none_or(|c| !c.is_alphanumeric())
-                || !g.is_ascii();
+            let boundary =
+                tail.chars().next().is_none_or(|c| !c.is_alphanumeric()) || !g.is_ascii();
             if !boundary {
                 continue;
             }
@@ -119,7 +119,10 @@ mod tests {
         assert_eq!(pp(0).apply("history lesson"), "history lesson");
         assert_eq!(pp(0).apply("hi!"), "hi!");
         assert_eq!(pp(0).apply("a ［next：ノクス］ b"), "a  b");
-        assert_eq!(pp(0).apply("visible <think>never closed [Next: X]"), "visible");
+        assert_eq!(
+            pp(0).apply("visible <think>never closed [Next: X]"),
+            "visible"
+        );
     }
 
     #[test]
@@ -132,7 +135,16 @@ mod tests {
 
     #[test]
     fn never_panics_on_odd_text() {
-        for s in ["", "<think>", "</think>", "[Next:", "hi", "こ", "{\"next\":\"", "\u{0}"] {
+        for s in [
+            "",
+            "<think>",
+            "</think>",
+            "[Next:",
+            "hi",
+            "こ",
+            "{\"next\":\"",
+            "\u{0}",
+        ] {
             let _ = pp(1).apply(s);
             let _ = pp(0).apply(s);
         }

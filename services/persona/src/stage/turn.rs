@@ -78,7 +78,11 @@ impl TurnHandler {
     }
 
     /// Ends the run without a turn (a client asked to stop).
-    async fn stop(&self, event: &RecordedEvent, req: &StageTurnRequested) -> Result<(), HandlerError> {
+    async fn stop(
+        &self,
+        event: &RecordedEvent,
+        req: &StageTurnRequested,
+    ) -> Result<(), HandlerError> {
         let ended = StageEnded {
             stage_id: req.stage_id.clone(),
             input_id: req.input_id,
@@ -88,7 +92,12 @@ impl TurnHandler {
         let e = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service)
             .map_err(HandlerError::permanent)?;
         let version = append_steps(&self.ctx, &event.stream, vec![e]).await?;
-        announce(self.ctx.bus(), &req.stage_id, &StageSignal::Appended { version }).await;
+        announce(
+            self.ctx.bus(),
+            &req.stage_id,
+            &StageSignal::Appended { version },
+        )
+        .await;
         Ok(())
     }
 }
@@ -106,22 +115,58 @@ fn failure_code(e: &LlmError) -> &'static str {
 
 #[async_trait::async_trait]
 impl EventHandler for TurnHandler {
+    /// A turn given up on (the store kept failing) ends its run, so the stage does not stay
+    /// busy; the end shares the continuation's id, so a late success cannot also continue.
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        let Some(event) = event else { return };
+        let Ok(req) = event.decode::<StageTurnRequested>() else {
+            return;
+        };
+        warn!(target: "operation", stage_id = %req.stage_id, turn = req.turn_index, %reason, "turn abandoned; ending the run");
+        let ended = StageEnded {
+            stage_id: req.stage_id.clone(),
+            input_id: req.input_id,
+            turns: req.turn_index,
+            reason: "error".into(),
+        };
+        if let Ok(e) = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service) {
+            if let Err(e) = append_steps(&self.ctx, &event.stream, vec![e]).await {
+                warn!(error = %e, "could not end the abandoned run");
+            }
+        }
+    }
+
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let req: StageTurnRequested = event.decode().map_err(HandlerError::permanent)?;
         let store = self.ctx.store();
-        let then_id = derive_event_id(event.event_id, STEP_THEN);
-        if let Some(done) = store.get(then_id).await.map_err(HandlerError::transient)? {
-            info!(stage_id = %req.stage_id, turn = req.turn_index, "turn already taken; not speaking again");
-            announce(self.ctx.bus(), &req.stage_id, &StageSignal::Appended { version: done.version }).await;
-            return Ok(());
-        }
-
-        // prepare_context
         let settings = &self.ctx.config.ghost.stage;
         let tail = store
             .read_stream_tail(&event.stream, settings.history_lines as i64 * 2 + 32)
             .await
             .map_err(HandlerError::transient)?;
+        // Already taken? The tail answers when it reaches back to this request; else ask.
+        let then_id = derive_event_id(event.event_id, STEP_THEN);
+        let done = match tail.iter().find(|e| e.event_id == then_id) {
+            Some(done) => Some(done.version),
+            None if tail.first().is_some_and(|e| e.version <= event.version) => None,
+            None => store
+                .get(then_id)
+                .await
+                .map_err(HandlerError::transient)?
+                .map(|e| e.version),
+        };
+        if let Some(version) = done {
+            info!(stage_id = %req.stage_id, turn = req.turn_index, "turn already taken; not speaking again");
+            announce(
+                self.ctx.bus(),
+                &req.stage_id,
+                &StageSignal::Appended { version },
+            )
+            .await;
+            return Ok(());
+        }
+
+        // prepare_context
         let view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
         if view.stopped {
             info!(stage_id = %req.stage_id, turn = req.turn_index, "stop requested; ending the run");
@@ -135,22 +180,31 @@ impl EventHandler for TurnHandler {
                 announce(
                     self.ctx.bus(),
                     &req.stage_id,
-                    &StageSignal::Thinking { speaker: req.speaker.clone() },
+                    &StageSignal::Thinking {
+                        speaker: req.speaker.clone(),
+                    },
                 )
                 .await;
                 self.call(member, &view).await
             }
             None => Err(CallFailure {
                 code: "unknown_speaker",
-                message: format!("{} is not on the stage (configuration changed?)", req.speaker),
+                message: format!(
+                    "{} is not on the stage (configuration changed?)",
+                    req.speaker
+                ),
             }),
         };
         let service = self.ctx.service;
         let (outcome, decision) = match (called, member) {
             (Ok(raw), Some(member)) => {
                 let text = self.cast.postprocess.apply(&raw);
-                let decision =
-                    resolve_next_speaker(&raw, &req.speaker, &self.cast.registry, &self.cast.policy);
+                let decision = resolve_next_speaker(
+                    &raw,
+                    &req.speaker,
+                    &self.cast.registry,
+                    &self.cast.policy,
+                );
                 let spoke = StageSpoke {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
@@ -226,7 +280,12 @@ impl EventHandler for TurnHandler {
         let version = append_steps(&self.ctx, &event.stream, vec![outcome, chosen, then]).await?;
         ghost_shared::fault::point("stage.after_append");
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
-        announce(self.ctx.bus(), &req.stage_id, &StageSignal::Appended { version }).await;
+        announce(
+            self.ctx.bus(),
+            &req.stage_id,
+            &StageSignal::Appended { version },
+        )
+        .await;
         Ok(())
     }
 }
