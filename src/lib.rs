@@ -2,9 +2,12 @@
 //! operator verbs. The binary in `main.rs` only parses arguments.
 //!
 //! - [`stack`]: start any set of services with their shared connections;
-//! - [`load`]: the pipeline load generator behind `ghost load`.
+//! - [`load`]: the pipeline load generator behind `ghost load`;
+//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`.
 
 pub mod load;
+pub mod probe;
 pub mod stack;
+pub mod stage_load;
 
 pub use stack::{start_stack, ServiceName, Stack};

@@ -55,6 +55,12 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
+    /// JSON: {"next_id", "reason", "extracted", "normalized"}.
+    NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Drives stage runs through the persona's durable loop against a zero-delay fake model
+    /// and reports stage turns per second (see BENCHMARKS.md).
+    LoadStage(ghost::stage_load::StageLoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -87,6 +93,8 @@ fn main() -> Result<()> {
             Command::Load(args) => ghost::load::run(args).await,
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::LoadStage(args) => ghost::stage_load::run(args).await,
         }
     })
 }

@@ -383,3 +383,159 @@ impl EventPayload for SessionSummarized {
 pub fn memory_stream(session_id: &str) -> String {
     format!("memory-{session_id}")
 }
+
+// ---------------------------------------------------------------------------------------------
+// The multi-character stage (seeds 000 and 003). Every event lives in the stream
+// `stage-<stage_id>`; each step's id derives from the event that caused it, so a redelivered
+// or restarted step appends nothing new.
+// ---------------------------------------------------------------------------------------------
+
+/// Stream name of one stage.
+pub fn stage_stream(stage_id: &str) -> String {
+    format!("stage-{stage_id}")
+}
+
+/// A person said something on the stage: starts a run of character turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageUserInput {
+    /// The stage.
+    pub stage_id: String,
+    /// What they said.
+    pub text: String,
+}
+
+impl EventPayload for StageUserInput {
+    const EVENT_TYPE: &'static str = "StageUserInput";
+}
+
+/// A character is to speak (the state graph's `prepare_context` entry for one turn).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageTurnRequested {
+    /// The stage.
+    pub stage_id: String,
+    /// The `StageUserInput` this run answers.
+    pub input_id: Uuid,
+    /// 0-based turn within the run (capped by `stage.auto_loops`).
+    pub turn_index: u32,
+    /// Internal id of the character to speak.
+    pub speaker: String,
+}
+
+impl EventPayload for StageTurnRequested {
+    const EVENT_TYPE: &'static str = "StageTurnRequested";
+}
+
+/// A character spoke (after post-processing: `<think>`, tags and greetings removed, shortened).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSpoke {
+    /// The stage.
+    pub stage_id: String,
+    /// The run's `StageUserInput`.
+    pub input_id: Uuid,
+    /// 0-based turn within the run.
+    pub turn_index: u32,
+    /// Internal id of the speaker.
+    pub speaker: String,
+    /// The speaker's display name.
+    pub display_name: String,
+    /// What the watchers see.
+    pub text: String,
+    /// The model's reply as returned (kept for the nomination audit).
+    pub raw_text: String,
+}
+
+impl EventPayload for StageSpoke {
+    const EVENT_TYPE: &'static str = "StageSpoke";
+}
+
+/// A character's model call failed or timed out: nothing was said, the fallback path chose next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageTurnFailed {
+    /// The stage.
+    pub stage_id: String,
+    /// The run's `StageUserInput`.
+    pub input_id: Uuid,
+    /// 0-based turn within the run.
+    pub turn_index: u32,
+    /// Who was to speak.
+    pub speaker: String,
+    /// Stable code (`llm_timeout`, `llm_http`, ...).
+    pub code: String,
+    /// Short explanation.
+    pub message: String,
+}
+
+impl EventPayload for StageTurnFailed {
+    const EVENT_TYPE: &'static str = "StageTurnFailed";
+}
+
+/// The next-speaker decision after a turn (seed 000's `Resolved`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NextSpeakerChosen {
+    /// The stage.
+    pub stage_id: String,
+    /// The run's `StageUserInput`.
+    pub input_id: Uuid,
+    /// The turn just finished.
+    pub turn_index: u32,
+    /// Who just spoke (or failed to).
+    pub current: String,
+    /// Who is nominated; `None` when nobody else can speak.
+    pub next_id: Option<String>,
+    /// `tag`, `fuzzy`, `round_robin`, `random` or `none`.
+    pub reason: String,
+    /// The raw name inside the tag.
+    pub extracted: String,
+    /// The name after normalization.
+    pub normalized: String,
+}
+
+impl EventPayload for NextSpeakerChosen {
+    const EVENT_TYPE: &'static str = "NextSpeakerChosen";
+}
+
+/// The run is over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageEnded {
+    /// The stage.
+    pub stage_id: String,
+    /// The run's `StageUserInput`.
+    pub input_id: Uuid,
+    /// Turns taken.
+    pub turns: u32,
+    /// `cap` (auto_loops reached), `none` (nobody to speak), `stopped` (a client asked) or
+    /// `error` (a turn was given up on).
+    pub reason: String,
+}
+
+impl EventPayload for StageEnded {
+    const EVENT_TYPE: &'static str = "StageEnded";
+}
+
+/// A client asked the running stage to stop after the current turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageStopRequested {
+    /// The stage.
+    pub stage_id: String,
+}
+
+impl EventPayload for StageStopRequested {
+    const EVENT_TYPE: &'static str = "StageStopRequested";
+}
+
+/// The run's summary went into memory (seed 003 `persist_memory`). Ends the run's steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageMemorySaved {
+    /// The stage.
+    pub stage_id: String,
+    /// The run's `StageUserInput`.
+    pub input_id: Uuid,
+    /// Who spoke, in order.
+    pub speakers: Vec<String>,
+    /// The summary text.
+    pub summary: String,
+}
+
+impl EventPayload for StageMemorySaved {
+    const EVENT_TYPE: &'static str = "StageMemorySaved";
+}

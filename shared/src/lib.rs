@@ -28,6 +28,7 @@ pub mod net;
 pub mod projection;
 pub mod projections;
 pub mod service;
+pub mod stage_signal;
 pub mod store;
 pub mod telemetry;
 pub mod testing;

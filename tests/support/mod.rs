@@ -127,6 +127,16 @@ impl TestApp {
             .collect()
     }
 
+    /// Chat requests of every role but the worker (e.g. each stage character's model).
+    pub fn character_calls(&self) -> usize {
+        self.llm
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/api/chat" || r.path.ends_with("/chat/completions"))
+            .filter(|r| r.model.as_deref() != Some(WORKER_MODEL))
+            .count()
+    }
+
     /// How many replies the persona's model was asked for.
     pub fn model_calls(&self) -> usize {
         self.persona_requests().len()

@@ -2,6 +2,7 @@
 //!
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
+//! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors.
@@ -14,6 +15,7 @@ pub mod line;
 pub mod partner_mood;
 pub mod sessions;
 pub mod slack;
+pub mod stage;
 
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -49,6 +51,7 @@ pub fn router(state: AppState) -> Router {
                 .put(partner_mood::put)
                 .delete(partner_mood::delete),
         )
+        .route("/stage", get(stage::stage))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,

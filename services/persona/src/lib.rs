@@ -3,14 +3,15 @@
 //!
 //! - [`prompt`]: the system prompt template;
 //! - [`capsule`]: the mood capsule and tone guide;
-//! - [`next_speaker`]: who speaks next on a multi-character stage;
-//! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request).
+//! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
+//! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
 pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
 pub mod render;
 pub mod routing_notes;
+pub mod stage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,7 @@ pub use render::Renderer;
 /// This service's name.
 pub const SERVICE: &str = "persona";
 
-/// Starts the renderer and the `assistant_text` projection.
+/// Starts the renderer, the `assistant_text` projection and the stage loop.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
     let renderer = Arc::new(Renderer::new(ctx.clone())?);
@@ -44,6 +45,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ConsumerSpec::new(SERVICE, RenderRequested::EVENT_TYPE),
         renderer,
     ));
+    stage::start(&ctx, &mut handle)?;
     Ok(handle)
 }
 

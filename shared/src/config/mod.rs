@@ -7,12 +7,14 @@
 mod env;
 mod secrets;
 mod settings;
+mod stage;
 
 use std::path::{Path, PathBuf};
 
 pub use env::RESERVED_ENV;
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
+pub use stage::StageSettings;
 
 /// Directory with `ghost.yaml` and `characters.yaml` (default `config`).
 pub const CONFIG_DIR_ENV: &str = "GHOST_CONFIG_DIR";
@@ -121,6 +123,7 @@ impl Config {
             })?;
         ghost.validate()?;
         characters.validate(&ghost)?;
+        ghost.stage.validate_cast(&characters)?;
         Ok(Self {
             ghost,
             characters,

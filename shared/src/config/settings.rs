@@ -29,6 +29,8 @@ pub struct GhostSettings {
     pub llm: HashMap<String, LlmRoleConfig>,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
+    /// The multi-character stage.
+    pub stage: super::stage::StageSettings,
     /// Routing: entry modes per channel, dictionary file, short memory.
     pub routing: RoutingSettings,
     /// The mood computation and how the persona asks for it.
@@ -323,6 +325,7 @@ impl GhostSettings {
         for (role, llm) in &self.llm {
             validate_llm(&format!("llm.{role}"), llm)?;
         }
+        self.stage.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",

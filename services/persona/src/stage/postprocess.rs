@@ -1,0 +1,152 @@
+//! Seed 003 `postprocess_response`: from a model reply to the text watchers see — `<think>`
+//! removed, the nomination tag removed, a leading greeting removed, shortened.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// `[Next: …]` (any case, half- or full-width brackets and colon) and `{"next":"…"}` fragments.
+static TAGS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)[\[［]\s*next\s*[:：][^\]］]*[\]］]|\{[^{}]*?"next"\s*:\s*"(?:[^"\\]|\\.)*"[^{}]*\}"#,
+    )
+    .unwrap_or_else(|e| unreachable!("static pattern: {e}"))
+});
+
+/// Post-processing settings (from `stage:`).
+#[derive(Debug, Clone, Default)]
+pub struct PostProcess {
+    /// Greetings removed from the start, compared case-insensitively.
+    pub greetings: Vec<String>,
+    /// Longest text kept, in characters (0 = no limit).
+    pub max_chars: usize,
+}
+
+/// Removes every `<think>…</think>` block; an unclosed `<think>` hides the rest.
+pub fn strip_think(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<think>") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</think>") {
+            Some(end) => rest = &rest[start + end + "</think>".len()..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Characters that may follow a greeting and go with it.
+fn is_greeting_tail(c: char) -> bool {
+    c.is_whitespace() || "!！,，、。.~〜ー♪:：".contains(c)
+}
+
+impl PostProcess {
+    /// The text to show for `raw`.
+    pub fn apply(&self, raw: &str) -> String {
+        let visible = strip_think(raw);
+        let untagged = TAGS.replace_all(&visible, "");
+        let text = self.strip_greeting(untagged.trim());
+        shorten(text.trim(), self.max_chars)
+    }
+
+    /// Drops one greeting at the very start (with the punctuation after it), if the text
+    /// goes on after it: a reply that is only a greeting is kept.
+    fn strip_greeting<'a>(&self, text: &'a str) -> &'a str {
+        for greeting in &self.greetings {
+            let g = greeting.trim();
+            if g.is_empty() || text.len() < g.len() || !text.is_char_boundary(g.len()) {
+                continue;
+            }
+            let (head, tail) = text.split_at(g.len());
+            if !head.eq_ignore_ascii_case(g) {
+                continue;
+            }
+            // `hi` must not eat the start of `history`.
+            let boundary =
+                tail.chars().next().is_none_or(|c| !c.is_alphanumeric()) || !g.is_ascii();
+            if !boundary {
+                continue;
+            }
+            let rest = tail.trim_start_matches(is_greeting_tail);
+            if !rest.is_empty() {
+                return rest;
+            }
+        }
+        text
+    }
+}
+
+/// At most `max` characters: cut after the last sentence end within the limit if there is
+/// one in its second half, else at the limit with an ellipsis.
+pub fn shorten(text: &str, max: usize) -> String {
+    if max == 0 || text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max).collect();
+    let sentence_end = cut
+        .char_indices()
+        .filter(|(_, c)| "。！？!?.".contains(*c))
+        .map(|(i, c)| i + c.len_utf8())
+        .next_back();
+    match sentence_end {
+        Some(end) if cut[..end].chars().count() * 2 >= max => cut[..end].to_owned(),
+        _ => {
+            let mut s: String = cut.chars().take(max.saturating_sub(1)).collect();
+            s.push('…');
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pp(max: usize) -> PostProcess {
+        PostProcess {
+            greetings: vec!["こんにちは".into(), "hello".into(), "hi".into()],
+            max_chars: max,
+        }
+    }
+
+    #[test]
+    fn removes_think_tags_and_greetings() {
+        let raw = "<think>plan [Next: NOX]</think>こんにちは！ 今日はいい天気だね。[Next: CLARIS]";
+        assert_eq!(pp(0).apply(raw), "今日はいい天気だね。");
+        assert_eq!(pp(0).apply("Hello, world {\"next\":\"NOX\"}"), "world");
+        assert_eq!(pp(0).apply("history lesson"), "history lesson");
+        assert_eq!(pp(0).apply("hi!"), "hi!");
+        assert_eq!(pp(0).apply("a ［next：ノクス］ b"), "a  b");
+        assert_eq!(
+            pp(0).apply("visible <think>never closed [Next: X]"),
+            "visible"
+        );
+    }
+
+    #[test]
+    fn shortens_at_a_sentence_end_or_with_an_ellipsis() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("一文目です。二文目です。", 8), "一文目です。");
+        assert_eq!(shorten("abcdefghij", 5), "abcd…");
+        assert_eq!(shorten("abcdefghij", 5).chars().count(), 5);
+    }
+
+    #[test]
+    fn never_panics_on_odd_text() {
+        for s in [
+            "",
+            "<think>",
+            "</think>",
+            "[Next:",
+            "hi",
+            "こ",
+            "{\"next\":\"",
+            "\u{0}",
+        ] {
+            let _ = pp(1).apply(s);
+            let _ = pp(0).apply(s);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! The stage's shared rules (`prompts/stage.md`): one template for every character, filled
+//! with who it is and who else is on stage (`{other_characters}`, seed 000).
+
+use ghost_shared::config::CharacterConfig;
+
+use crate::next_speaker::SpeakerRegistry;
+
+/// The placeholders a stage template may use.
+const PLACEHOLDERS: [&str; 4] = [
+    "{{name}}",
+    "{{display_name}}",
+    "{{persona}}",
+    "{other_characters}",
+];
+
+/// A template that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StagePromptError {
+    /// A `{{…}}` placeholder the stage does not know.
+    #[error("stage prompt: unknown placeholder {0}")]
+    UnknownPlaceholder(String),
+    /// The rules never tell the characters who they may nominate.
+    #[error("stage prompt: must use {{other_characters}} so characters nominate among the others")]
+    MissingOthers,
+}
+
+/// The stage's prompt template.
+#[derive(Debug, Clone)]
+pub struct StagePrompt {
+    template: String,
+}
+
+impl StagePrompt {
+    /// Checks the template's placeholders.
+    pub fn new(template: String) -> Result<Self, StagePromptError> {
+        let mut rest = template.as_str();
+        while let Some(start) = rest.find("{{") {
+            let after = &rest[start..];
+            let end = after.find("}}").map_or(after.len(), |e| e + 2);
+            let placeholder = &after[..end];
+            if !PLACEHOLDERS.contains(&placeholder) {
+                return Err(StagePromptError::UnknownPlaceholder(placeholder.to_owned()));
+            }
+            rest = &after[end..];
+        }
+        if !template.contains("{other_characters}") {
+            return Err(StagePromptError::MissingOthers);
+        }
+        Ok(Self { template })
+    }
+
+    /// The system prompt of `character` on a stage with `registry`.
+    pub fn render(&self, character: &CharacterConfig, registry: &SpeakerRegistry) -> String {
+        let others: Vec<String> = registry
+            .others(&character.name)
+            .map(|e| {
+                if e.display_name.is_empty() {
+                    e.name.clone()
+                } else {
+                    format!("{} ({})", e.name, e.display_name)
+                }
+            })
+            .collect();
+        self.template
+            .replace("{{name}}", &character.name)
+            .replace("{{display_name}}", &character.display_name)
+            .replace("{{persona}}", character.persona.trim())
+            .replace("{other_characters}", &others.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_the_others_by_internal_id() {
+        let p = StagePrompt::new("{{display_name}}: pick from {other_characters}".into()).unwrap();
+        let lumina = CharacterConfig {
+            name: "LUMINA".into(),
+            display_name: "ルミナ".into(),
+            short_name: Some("る".into()),
+            persona: String::new(),
+            llm: None,
+        };
+        assert_eq!(
+            p.render(&lumina, &SpeakerRegistry::seed_example()),
+            "ルミナ: pick from CLARIS (クラリス), NOX (ノクス)"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_templates() {
+        assert!(StagePrompt::new("{{nmae}} {other_characters}".into()).is_err());
+        assert!(StagePrompt::new("no list".into()).is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! One character's turn, seed 003's graph from `prepare_context` to `end_or_continue`:
+//!
+//! ```text
+//! prepare_context → status thinking → call_llm (timeout) ─ok→ postprocess → send ─→ extract_next
+//!                                               └─error/timeout→ choose_next_fallback ──┘
+//! extract_next → end_or_continue → next StageTurnRequested | StageEnded (→ persist_memory)
+//! ```
+//!
+//! The turn's outcome, the decision and the continuation are appended in one transaction,
+//! with ids derived from the `StageTurnRequested` that caused them: a redelivery or a
+//! successor process finds them and speaks nothing twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    NextSpeakerChosen, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
+};
+use ghost_shared::ids::derive_event_id;
+use ghost_shared::llm::{ChatMessage, LlmError};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::stage_signal::StageSignal;
+
+use super::append_steps;
+use super::cast::{Cast, Member};
+use super::signal::announce;
+use super::view::StageView;
+use crate::next_speaker::{resolve_next_speaker, NextSpeakerDecision};
+
+/// Step names: a turn's events derive their ids from the request and these. The outcome
+/// (spoke or failed) and the continuation (next turn or end) share one id each whatever
+/// their content, so two racing attempts can never both be stored.
+const STEP_OUTCOME: &str = "stage.outcome";
+const STEP_NEXT: &str = "stage.next";
+const STEP_THEN: &str = "stage.then";
+
+/// Why a model call produced nothing to say.
+#[derive(Debug)]
+struct CallFailure {
+    code: &'static str,
+    message: String,
+}
+
+/// Handles `StageTurnRequested`.
+pub struct TurnHandler {
+    ctx: ServiceContext,
+    cast: Arc<Cast>,
+}
+
+impl TurnHandler {
+    /// A handler over the shared cast.
+    pub fn new(ctx: ServiceContext, cast: Arc<Cast>) -> Self {
+        Self { ctx, cast }
+    }
+
+    /// `call_llm` with the stage's timeout; never longer, never a panic.
+    async fn call(&self, member: &Member, view: &StageView) -> Result<String, CallFailure> {
+        let messages = [
+            ChatMessage::system(member.system_prompt.clone()),
+            ChatMessage::user(view.transcript_for(&member.character.display_name)),
+        ];
+        let limit: Duration = self.ctx.config.ghost.stage.model_timeout();
+        match tokio::time::timeout(limit, member.llm.chat(&messages)).await {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(e)) => Err(CallFailure {
+                code: failure_code(&e),
+                message: e.to_string(),
+            }),
+            Err(_) => Err(CallFailure {
+                code: "llm_timeout",
+                message: format!("no reply within {:.1} s", limit.as_secs_f64()),
+            }),
+        }
+    }
+
+    /// Ends the run without a turn (a client asked to stop).
+    async fn stop(
+        &self,
+        event: &RecordedEvent,
+        req: &StageTurnRequested,
+    ) -> Result<(), HandlerError> {
+        let ended = StageEnded {
+            stage_id: req.stage_id.clone(),
+            input_id: req.input_id,
+            turns: req.turn_index,
+            reason: "stopped".into(),
+        };
+        let e = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let version = append_steps(&self.ctx, &event.stream, vec![e]).await?;
+        announce(
+            self.ctx.bus(),
+            &req.stage_id,
+            &StageSignal::Appended { version },
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// A stable code for each kind of model failure.
+fn failure_code(e: &LlmError) -> &'static str {
+    match e {
+        LlmError::Timeout { .. } => "llm_timeout",
+        LlmError::HttpStatus { .. } => "llm_http",
+        LlmError::MalformedStream(_) => "llm_stream",
+        LlmError::Connect(_) => "llm_unavailable",
+        _ => "llm_error",
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for TurnHandler {
+    /// A turn given up on (the store kept failing) ends its run, so the stage does not stay
+    /// busy; the end shares the continuation's id, so a late success cannot also continue.
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        let Some(event) = event else { return };
+        let Ok(req) = event.decode::<StageTurnRequested>() else {
+            return;
+        };
+        warn!(target: "operation", stage_id = %req.stage_id, turn = req.turn_index, %reason, "turn abandoned; ending the run");
+        let ended = StageEnded {
+            stage_id: req.stage_id.clone(),
+            input_id: req.input_id,
+            turns: req.turn_index,
+            reason: "error".into(),
+        };
+        if let Ok(e) = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service) {
+            if let Err(e) = append_steps(&self.ctx, &event.stream, vec![e]).await {
+                warn!(error = %e, "could not end the abandoned run");
+            }
+        }
+    }
+
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let req: StageTurnRequested = event.decode().map_err(HandlerError::permanent)?;
+        let store = self.ctx.store();
+        let settings = &self.ctx.config.ghost.stage;
+        let tail = store
+            .read_stream_tail(&event.stream, settings.history_lines as i64 * 2 + 32)
+            .await
+            .map_err(HandlerError::transient)?;
+        // Already taken? The tail answers when it reaches back to this request; else ask.
+        let then_id = derive_event_id(event.event_id, STEP_THEN);
+        let done = match tail.iter().find(|e| e.event_id == then_id) {
+            Some(done) => Some(done.version),
+            None if tail.first().is_some_and(|e| e.version <= event.version) => None,
+            None => store
+                .get(then_id)
+                .await
+                .map_err(HandlerError::transient)?
+                .map(|e| e.version),
+        };
+        if let Some(version) = done {
+            info!(stage_id = %req.stage_id, turn = req.turn_index, "turn already taken; not speaking again");
+            announce(
+                self.ctx.bus(),
+                &req.stage_id,
+                &StageSignal::Appended { version },
+            )
+            .await;
+            return Ok(());
+        }
+
+        // prepare_context
+        let view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
+        if view.stopped {
+            info!(stage_id = %req.stage_id, turn = req.turn_index, "stop requested; ending the run");
+            return self.stop(&event, &req).await;
+        }
+
+        // update_status_thinking → call_llm → postprocess_response | choose_next_fallback
+        let member = self.cast.members.get(&req.speaker);
+        let called = match member {
+            Some(member) => {
+                announce(
+                    self.ctx.bus(),
+                    &req.stage_id,
+                    &StageSignal::Thinking {
+                        speaker: req.speaker.clone(),
+                    },
+                )
+                .await;
+                self.call(member, &view).await
+            }
+            None => Err(CallFailure {
+                code: "unknown_speaker",
+                message: format!(
+                    "{} is not on the stage (configuration changed?)",
+                    req.speaker
+                ),
+            }),
+        };
+        let service = self.ctx.service;
+        let (outcome, decision) = match (called, member) {
+            (Ok(raw), Some(member)) => {
+                let text = self.cast.postprocess.apply(&raw);
+                let decision = resolve_next_speaker(
+                    &raw,
+                    &req.speaker,
+                    &self.cast.registry,
+                    &self.cast.policy,
+                );
+                let spoke = StageSpoke {
+                    stage_id: req.stage_id.clone(),
+                    input_id: req.input_id,
+                    turn_index: req.turn_index,
+                    speaker: req.speaker.clone(),
+                    display_name: member.character.display_name.clone(),
+                    text,
+                    raw_text: raw,
+                };
+                let e = NewEvent::caused_by(&event, STEP_OUTCOME, &spoke, service)
+                    .map_err(HandlerError::permanent)?;
+                (e, decision)
+            }
+            (result, _) => {
+                let failure = result.err().unwrap_or(CallFailure {
+                    code: "unknown_speaker",
+                    message: format!("{} is not on the stage", req.speaker),
+                });
+                warn!(
+                    target: "operation",
+                    stage_id = %req.stage_id,
+                    speaker = %req.speaker,
+                    turn = req.turn_index,
+                    code = failure.code,
+                    error = %failure.message,
+                    "character did not answer; the fallback chooses who is next"
+                );
+                // choose_next_fallback: no text, so no tag; the policy's fallback decides.
+                let decision =
+                    resolve_next_speaker("", &req.speaker, &self.cast.registry, &self.cast.policy);
+                let failed = StageTurnFailed {
+                    stage_id: req.stage_id.clone(),
+                    input_id: req.input_id,
+                    turn_index: req.turn_index,
+                    speaker: req.speaker.clone(),
+                    code: failure.code.into(),
+                    message: failure.message,
+                };
+                let e = NewEvent::caused_by(&event, STEP_OUTCOME, &failed, service)
+                    .map_err(HandlerError::permanent)?;
+                (e, decision)
+            }
+        };
+
+        // extract_next → end_or_continue
+        let chosen = chosen_event(&req, &decision);
+        let chosen = NewEvent::caused_by(&event, STEP_NEXT, &chosen, service)
+            .map_err(HandlerError::permanent)?;
+        let next_turn = req.turn_index + 1;
+        let then = match &decision.next_id {
+            Some(next) if next_turn < settings.auto_loops => {
+                let request = StageTurnRequested {
+                    stage_id: req.stage_id.clone(),
+                    input_id: req.input_id,
+                    turn_index: next_turn,
+                    speaker: next.clone(),
+                };
+                NewEvent::caused_by(&event, STEP_THEN, &request, service)
+            }
+            next => {
+                let ended = StageEnded {
+                    stage_id: req.stage_id.clone(),
+                    input_id: req.input_id,
+                    turns: next_turn,
+                    reason: if next.is_some() { "cap" } else { "none" }.into(),
+                };
+                NewEvent::caused_by(&event, STEP_THEN, &ended, service)
+            }
+        }
+        .map_err(HandlerError::permanent)?;
+
+        ghost_shared::fault::point("stage.before_append");
+        let version = append_steps(&self.ctx, &event.stream, vec![outcome, chosen, then]).await?;
+        ghost_shared::fault::point("stage.after_append");
+        ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
+        announce(
+            self.ctx.bus(),
+            &req.stage_id,
+            &StageSignal::Appended { version },
+        )
+        .await;
+        Ok(())
+    }
+}
+
+/// The decision as an event.
+fn chosen_event(req: &StageTurnRequested, decision: &NextSpeakerDecision) -> NextSpeakerChosen {
+    NextSpeakerChosen {
+        stage_id: req.stage_id.clone(),
+        input_id: req.input_id,
+        turn_index: req.turn_index,
+        current: req.speaker.clone(),
+        next_id: decision.next_id.clone(),
+        reason: decision.reason.as_str().into(),
+        extracted: decision.extracted.clone(),
+        normalized: decision.normalized.clone(),
+    }
+}

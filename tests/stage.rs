@@ -1,0 +1,336 @@
+//! The multi-character stage end to end: a real WebSocket on `/api/stage`, the persona's
+//! durable loop, and a fake model scripted per character (each character its own model name).
+
+mod support;
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use ghost::stack::{start_stack, ServiceName};
+use ghost::stage_load::cast_model_overrides;
+use ghost_shared::event::RecordedEvent;
+use ghost_shared::events::{
+    stage_stream, NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
+};
+use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
+use ghost_shared::testing::TestEnv;
+use serde_json::{json, Value};
+use support::{TestApp, TOKEN};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+const CAST: [&str; 4] = ["kuro", "LUMINA", "CLARIS", "NOX"];
+
+fn model(id: &str) -> String {
+    format!("{}-model", id.to_lowercase())
+}
+
+/// Every service in-process; each character's model on the fake, with `extra` overrides.
+async fn spawn(extra: &[(&str, &str)]) -> TestApp {
+    let llm = FakeLlm::start().await.expect("fake llm");
+    let mut vars = cast_model_overrides(&llm.base_url(), &CAST);
+    vars.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    spawn_with(llm, &refs, |_| {}).await
+}
+
+async fn spawn_with(
+    llm: FakeLlm,
+    vars: &[(&str, &str)],
+    adjust: impl FnOnce(&mut ghost_shared::config::Config),
+) -> TestApp {
+    let mut env = TestEnv::new(&llm.base_url(), vars).await;
+    adjust(&mut env.config);
+    let store = env.store().await;
+    let stack = start_stack(env.config.clone(), &ServiceName::ALL)
+        .await
+        .expect("start services");
+    let base_url = format!("http://{}", stack.gateway_addr().expect("gateway"));
+    TestApp {
+        env,
+        llm,
+        stack,
+        base_url,
+        http: reqwest::Client::new(),
+        store,
+    }
+}
+
+async fn connect(app: &TestApp, stage: &str) -> Ws {
+    let url = format!(
+        "{}/api/stage?stage_id={stage}",
+        app.base_url.replace("http://", "ws://")
+    );
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (ws, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("websocket upgrade");
+    ws
+}
+
+async fn send(ws: &mut Ws, frame: Value) {
+    ws.send(Message::Text(frame.to_string().into()))
+        .await
+        .unwrap();
+}
+
+/// Frames until one satisfies `last` (included), with a hang guard.
+async fn frames_until(ws: &mut Ws, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut frames = Vec::new();
+    let read = async {
+        while let Some(message) = ws.next().await {
+            if let Message::Text(text) = message.expect("frame") {
+                let frame: Value = serde_json::from_str(&text).expect("JSON frame");
+                let done = last(&frame);
+                frames.push(frame);
+                if done {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .unwrap_or_else(|_| panic!("no closing frame; got {frames:#?}"));
+    frames
+}
+
+fn is_active(f: &Value) -> bool {
+    f["type"] == "status" && f["state"] == "active"
+}
+
+fn speakers(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "message")
+        .map(|f| f["speaker"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn stage_events(app: &TestApp, stage: &str) -> Vec<RecordedEvent> {
+    app.store
+        .read_stream(&stage_stream(stage), 0)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn nominations_order_the_stage_and_the_cap_holds() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "6")]).await;
+    let say = |id: &str, text: &str| app.llm.push_for_model(&model(id), Script::reply(text));
+    say("LUMINA", "こんにちは！ 今日は星がきれいだね。[Next: NOX]"); // tag
+    say("NOX", "僕がもう一度話そう。[Next: NOX]"); // self → round-robin after NOX
+    say("kuro", "I have no one in mind."); // no tag → round-robin after kuro
+    say("LUMINA", "Who knows? [Next: ZORRO]"); // unknown → round-robin after LUMINA
+    say("CLARIS", "Let us ask them. [Next: USER]"); // the user → round-robin after CLARIS
+    say(
+        "NOX",
+        "<think>[Next: kuro]</think>Fine. {\"next\":\"CLARIS\"}",
+    ); // the cap ends it here
+    say("CLARIS", "never said");
+
+    let mut first = connect(&app, "s1").await;
+    let mut second = connect(&app, "s1").await;
+    send(
+        &mut first,
+        json!({"type": "user", "text": "[Next: ルミナ] みんな、何の話をする？"}),
+    )
+    .await;
+    let frames = frames_until(&mut first, is_active).await;
+    let watched = frames_until(&mut second, is_active).await;
+
+    let order = ["LUMINA", "NOX", "kuro", "LUMINA", "CLARIS", "NOX"];
+    assert_eq!(speakers(&frames), order);
+    assert_eq!(
+        speakers(&watched),
+        order,
+        "a second watcher sees every line"
+    );
+    let texts: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "message")
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts[0], "今日は星がきれいだね。",
+        "greeting and tag removed"
+    );
+    assert_eq!(texts[5], "Fine.", "think block and JSON tag removed");
+    assert_eq!(
+        frames.iter().find(|f| f["type"] == "message").unwrap()["display_name"],
+        "ルミナ"
+    );
+    let controls: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "control")
+        .map(|f| f["next"].as_str().unwrap())
+        .collect();
+    assert_eq!(controls, order, "each turn is announced before it is taken");
+    assert!(
+        frames
+            .iter()
+            .any(|f| f["type"] == "status" && f["state"] == "thinking"),
+        "thinking status reaches the watcher"
+    );
+
+    let events = stage_events(&app, "s1").await;
+    let reasons: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.decode::<NextSpeakerChosen>().ok())
+        .map(|c| c.reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "tag",
+            "round_robin",
+            "round_robin",
+            "round_robin",
+            "round_robin",
+            "tag"
+        ]
+    );
+    let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!((ended.turns, ended.reason.as_str()), (6, "cap"));
+    let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(memory.speakers, order);
+    assert!(memory.summary.contains("今日は星がきれいだね。"));
+    assert_eq!(app.character_calls(), 6, "the cap holds: no seventh call");
+
+    // The shared rules name the others by internal id.
+    let lumina_prompt = app
+        .llm
+        .requests()
+        .into_iter()
+        .find(|r| r.body["model"] == model("LUMINA"))
+        .and_then(|r| r.system_text())
+        .unwrap();
+    assert!(lumina_prompt.contains("kuro (クロ), CLARIS (クラリス), NOX (ノクス)"));
+    assert!(!lumina_prompt.contains("{other_characters}"));
+
+    // The same stage takes the next input; the watcher stays connected.
+    say("kuro", "Again. [Next: CLARIS]");
+    app.llm.set_default(Script::reply("ok"));
+    send(
+        &mut first,
+        json!({"type": "user", "text": "[Next: kuro] もう一回"}),
+    )
+    .await;
+    let again = frames_until(&mut first, is_active).await;
+    assert_eq!(speakers(&again)[..2], ["kuro", "CLARIS"]);
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_character_that_times_out_is_skipped_by_the_fallback() {
+    let app = spawn(&[
+        ("GHOST_STAGE__AUTO_LOOPS", "3"),
+        ("GHOST_STAGE__MODEL_TIMEOUT_SECS", "0.5"),
+    ])
+    .await;
+    app.llm
+        .push_for_model(&model("CLARIS"), Script::failing(Failure::Hang));
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("...[Next: LUMINA]"));
+    app.llm
+        .push_for_model(&model("LUMINA"), Script::reply("Yes! [Next: CLARIS]"));
+    let mut ws = connect(&app, "s2").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "Claris first. [Next: CLARIS]"}),
+    )
+    .await;
+    let frames = frames_until(&mut ws, is_active).await;
+    assert_eq!(speakers(&frames), ["NOX", "LUMINA"]);
+    assert!(frames
+        .iter()
+        .any(|f| f["type"] == "status" && f["speaker"] == "CLARIS" && f["state"] == "idle"));
+
+    let events = stage_events(&app, "s2").await;
+    let failed: StageTurnFailed = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(
+        (failed.speaker.as_str(), failed.code.as_str()),
+        ("CLARIS", "llm_timeout")
+    );
+    let first_choice: NextSpeakerChosen = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(first_choice.next_id.as_deref(), Some("NOX"));
+    assert_eq!(first_choice.reason, "round_robin");
+    let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(ended.turns, 3, "the failed turn counts toward the cap");
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn alone_on_stage_nobody_is_next_and_the_run_ends() {
+    let llm = FakeLlm::start().await.expect("fake llm");
+    let vars = cast_model_overrides(&llm.base_url(), &CAST);
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let app = spawn_with(llm, &refs, |c| c.ghost.stage.cast = vec!["NOX".into()]).await;
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("Lumina? [Next: LUMINA]"));
+    let mut ws = connect(&app, "s3").await;
+    send(&mut ws, json!({"type": "user", "text": "hello"})).await;
+    let frames = frames_until(&mut ws, is_active).await;
+    assert_eq!(speakers(&frames), ["NOX"]);
+    let events = stage_events(&app, "s3").await;
+    let chosen: NextSpeakerChosen = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!((chosen.next_id, chosen.reason.as_str()), (None, "none"));
+    let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(ended.reason, "none");
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "2")]).await;
+    let mut ws = connect(&app, "s4").await;
+    let is_error = |f: &Value| f["type"] == "error";
+    for (bad, code) in [
+        (Message::Text("not json".into()), "invalid_frame"),
+        (Message::Text(r#"{"type":"dance"}"#.into()), "invalid_frame"),
+        (
+            Message::Text(r#"{"type":"user","text":"  "}"#.into()),
+            "empty_text",
+        ),
+        (Message::Binary(vec![1, 2, 3].into()), "invalid_frame"),
+        (Message::Text(r#"{"type":"stop"}"#.into()), "not_running"),
+    ] {
+        ws.send(bad).await.unwrap();
+        let frames = frames_until(&mut ws, is_error).await;
+        assert_eq!(frames.last().unwrap()["code"], code);
+    }
+    assert_eq!(stage_events(&app, "s4").await.len(), 0, "nothing stored");
+
+    // Still usable: a slow run, a second input while it runs, then a stop.
+    app.llm
+        .set_default(Script::reply("slowly").with_delay(Duration::from_millis(300)));
+    send(&mut ws, json!({"type": "user", "text": "go"})).await;
+    send(&mut ws, json!({"type": "user", "text": "again"})).await;
+    let frames = frames_until(&mut ws, is_error).await;
+    assert_eq!(frames.last().unwrap()["code"], "busy");
+    send(&mut ws, json!({"type": "stop"})).await;
+    frames_until(&mut ws, is_active).await;
+    let events = stage_events(&app, "s4").await;
+    let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert_eq!(ended.reason, "stopped");
+    assert!(events.iter().filter(|e| e.is::<StageSpoke>()).count() < 2);
+
+    // Without the token there is no upgrade.
+    let url = format!(
+        "{}/api/stage?stage_id=s4",
+        app.base_url.replace("http://", "ws://")
+    );
+    let refused = tokio_tungstenite::connect_async(url).await;
+    assert!(refused.is_err(), "unauthenticated upgrade refused");
+    app.cleanup().await;
+}
