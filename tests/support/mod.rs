@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod platforms;
+
 use std::process::Stdio;
 use std::time::Duration;
 

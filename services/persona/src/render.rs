@@ -10,7 +10,7 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::{ChatMessage, LlmClient, LlmError};
+use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::turn_stream::TurnStreamMessage;
@@ -107,8 +107,26 @@ impl Renderer {
             user.push_str("\n\n[task result to convey]\n");
             user.push_str(&result.to_string());
         }
-        messages.push(ChatMessage::user(user));
+        let mut user = ChatMessage::user(user);
+        if let Some(path) = self.image_of(request).await? {
+            user = user.with_image(ImagePart::from_path(path));
+        }
+        messages.push(user);
         Ok(messages)
+    }
+
+    /// The temp-media image the user sent with this message, if any (LINE images).
+    async fn image_of(&self, request: &RenderRequested) -> Result<Option<String>, HandlerError> {
+        let user = self
+            .ctx
+            .store()
+            .get(request.user_event_id)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(user
+            .and_then(|e| e.decode::<UserMessageReceived>().ok())
+            .and_then(|m| m.image)
+            .map(|i| i.local_path))
     }
 
     /// Streams the model's reply to the turn's subject; the whole text, or why not.
