@@ -2,9 +2,11 @@
 //! operator verbs. The binary in `main.rs` only parses arguments.
 //!
 //! - [`stack`]: start any set of services with their shared connections;
-//! - [`load`]: the pipeline load generator behind `ghost load`.
+//! - [`load`]: the pipeline load generator behind `ghost load`;
+//! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 
 pub mod load;
 pub mod stack;
+pub mod webhook_load;
 
 pub use stack::{start_stack, ServiceName, Stack};

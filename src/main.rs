@@ -38,6 +38,9 @@ enum Command {
     /// Drives chat turns through the whole pipeline against a fake model and reports
     /// throughput and latency (see BENCHMARKS.md).
     Load(ghost::load::LoadArgs),
+    /// Sends signed LINE webhooks from this process to a gateway in another and reports
+    /// acknowledgement latency (see BENCHMARKS.md, Webhooks).
+    WebhookLoad(ghost::webhook_load::WebhookLoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -68,6 +71,7 @@ fn main() -> Result<()> {
                 command: ProjectionsCommand::Rebuild { name },
             } => rebuild(&name).await,
             Command::Load(args) => ghost::load::run(args).await,
+            Command::WebhookLoad(args) => ghost::webhook_load::run(args).await,
         }
     })
 }

@@ -19,7 +19,10 @@ struct Capture(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Capture {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -50,7 +53,11 @@ fn capture() -> &'static Capture {
 
 /// `fields` of every `provider.http` line with `message` about `source_path`.
 fn audit_lines(message: &str, source_path: &str) -> Vec<Value> {
-    let raw = capture().0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let raw = capture()
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     String::from_utf8_lossy(&raw)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -83,13 +90,19 @@ async fn an_image_reaches_the_model_as_image_url_and_is_kept_for_the_retention()
     c.app.llm.set_default(Script::reply("a nice picture"));
     let bytes = png();
     c.line.set_content("img-1", bytes.clone(), "image/png");
-    assert_eq!(c.post_line_signed(&image_webhook("ev-img", "img-1")).await, 200);
+    assert_eq!(
+        c.post_line_signed(&image_webhook("ev-img", "img-1")).await,
+        200
+    );
 
     let d = c.line_deliveries(1).await;
     assert_eq!(d[0].texts, vec!["a nice picture".to_string()]);
     let msgs = c.events_of("UserMessageReceived").await;
     assert_eq!(msgs.len(), 1);
-    let path = msgs[0]["image"]["local_path"].as_str().expect("local path").to_owned();
+    let path = msgs[0]["image"]["local_path"]
+        .as_str()
+        .expect("local path")
+        .to_owned();
     assert!(path.starts_with(&c.media_dir.display().to_string()));
 
     // The model saw the image inline.
@@ -104,9 +117,15 @@ async fn an_image_reaches_the_model_as_image_url_and_is_kept_for_the_retention()
         "data:image/png;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(&bytes)
     );
-    let last = req.body["messages"].as_array().and_then(|m| m.last()).expect("messages").clone();
+    let last = req.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("messages")
+        .clone();
     let parts = last["content"].as_array().expect("content parts");
-    assert!(parts.iter().any(|p| p["type"] == "image_url" && p["image_url"]["url"] == data_uri.as_str()));
+    assert!(parts
+        .iter()
+        .any(|p| p["type"] == "image_url" && p["image_url"]["url"] == data_uri.as_str()));
 
     // The audit line.
     let audits = audit_lines("LLM image audit before request", &path);
@@ -144,26 +163,40 @@ async fn a_model_timeout_is_audited_and_the_sweeper_removes_the_file_later() {
     .await;
     c.app.llm.set_default(Script::failing(Failure::Hang));
     c.line.set_content("img-2", png(), "image/png");
-    assert_eq!(c.post_line_signed(&image_webhook("ev-img2", "img-2")).await, 200);
+    assert_eq!(
+        c.post_line_signed(&image_webhook("ev-img2", "img-2")).await,
+        200
+    );
 
     // The persona fails; the user gets the short apology.
     c.wait_events("RenderFailed", 1).await;
     let d = c.line_deliveries(1).await;
     assert_eq!(d[0].endpoint, "reply");
     let msgs = c.events_of("UserMessageReceived").await;
-    let path = msgs[0]["image"]["local_path"].as_str().expect("local path").to_owned();
+    let path = msgs[0]["image"]["local_path"]
+        .as_str()
+        .expect("local path")
+        .to_owned();
     let after = eventually(Duration::from_secs(10), "timeout audit", || async {
         let l = audit_lines("LLM image audit after timeout", &path);
         (!l.is_empty()).then_some(l)
     })
     .await;
-    assert_eq!(after[0]["local_exists_after_timeout"], true, "not deleted during the call");
-    assert_eq!(after[0]["local_size_after_timeout_bytes"], png().len() as u64);
+    assert_eq!(
+        after[0]["local_exists_after_timeout"], true,
+        "not deleted during the call"
+    );
+    assert_eq!(
+        after[0]["local_size_after_timeout_bytes"],
+        png().len() as u64
+    );
 
     // Only after the retention does the running sweeper remove it.
-    eventually(Duration::from_secs(30), "sweeper removes the file", || async {
-        (!std::path::Path::new(&path).exists()).then_some(())
-    })
+    eventually(
+        Duration::from_secs(30),
+        "sweeper removes the file",
+        || async { (!std::path::Path::new(&path).exists()).then_some(()) },
+    )
     .await;
     c.cleanup().await;
 }

@@ -18,7 +18,9 @@ async fn url_verification_is_answered_only_when_signed() {
     let c = ChannelApp::spawn(&[]).await;
     let body = json!({"type":"url_verification","token":"t","challenge":"ch-123"}).to_string();
     let ts = chrono::Utc::now().timestamp().to_string();
-    let r = c.post_slack(&body, Some(&ts), Some(&slack_sign(&ts, &body)), None).await;
+    let r = c
+        .post_slack(&body, Some(&ts), Some(&slack_sign(&ts, &body)), None)
+        .await;
     assert_eq!(r.status(), 200);
     let v: serde_json::Value = r.json().await.expect("json");
     assert_eq!(v["challenge"], "ch-123");
@@ -44,7 +46,11 @@ async fn retries_and_the_mention_pair_give_one_threaded_reply() {
     assert_eq!(c.post_slack_signed(&mention, None).await, 200);
     assert_eq!(c.post_slack_signed(&message, None).await, 200);
     for n in 1..=3 {
-        assert_eq!(c.post_slack_signed(&mention, Some(n)).await, 200, "retry {n}");
+        assert_eq!(
+            c.post_slack_signed(&mention, Some(n)).await,
+            200,
+            "retry {n}"
+        );
     }
     let d = c.slack_deliveries(1).await;
     c.wait_events("ReplyDelivered", 1).await;
@@ -131,6 +137,10 @@ async fn a_server_error_is_not_reposted() {
     let failed = c.wait_events("ReplyFailed", 1).await;
     assert_eq!(failed[0]["code"], "outcome_unknown");
     settle().await;
-    assert_eq!(c.slack.calls().len(), 1, "a 5xx may have posted: never repost");
+    assert_eq!(
+        c.slack.calls().len(),
+        1,
+        "a 5xx may have posted: never repost"
+    );
     c.cleanup().await;
 }
