@@ -4,10 +4,12 @@
 //! - [`stack`]: start any set of services with their shared connections;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`.
+//! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 
 pub mod load;
 pub mod probe;
 pub mod stack;
 pub mod stage_load;
+pub mod webhook_load;
 
 pub use stack::{start_stack, ServiceName, Stack};

@@ -61,6 +61,9 @@ enum Command {
     /// Drives stage runs through the persona's durable loop against a zero-delay fake model
     /// and reports stage turns per second (see BENCHMARKS.md).
     LoadStage(ghost::stage_load::StageLoadArgs),
+    /// Sends signed LINE webhooks from this process to a gateway in another and reports
+    /// acknowledgement latency (see BENCHMARKS.md, Webhooks).
+    WebhookLoad(ghost::webhook_load::WebhookLoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -95,6 +98,7 @@ fn main() -> Result<()> {
             Command::Route { local_only, rules } => route_probe(local_only, rules),
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
             Command::LoadStage(args) => ghost::stage_load::run(args).await,
+            Command::WebhookLoad(args) => ghost::webhook_load::run(args).await,
         }
     })
 }

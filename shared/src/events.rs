@@ -44,6 +44,12 @@ pub struct UserMessageReceived {
     /// The platform's id of the delivery, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
+    /// Where and how to answer on LINE or Slack (absent for HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<ReplyTarget>,
+    /// An image the user sent, kept in temp media.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageAttachment>,
 }
 
 impl EventPayload for UserMessageReceived {
@@ -538,4 +544,126 @@ pub struct StageMemorySaved {
 
 impl EventPayload for StageMemorySaved {
     const EVENT_TYPE: &'static str = "StageMemorySaved";
+}
+
+// ---------- channels (LINE, Slack): reply context and delivery outcomes ----------
+
+/// Where a LINE or Slack reply goes: everything delivery needs, carried with the message so
+/// it survives restarts and needs no side table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "platform", rename_all = "snake_case")]
+pub enum ReplyTarget {
+    /// LINE: reply token while fresh, else push.
+    Line {
+        /// Single-use reply token from the webhook event.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_token: Option<String>,
+        /// When the gateway received the webhook (reply-token age is measured from here).
+        received_at: chrono::DateTime<chrono::Utc>,
+        /// User, group or room id to push to.
+        push_to: String,
+        /// LINE marked the event as a redelivery (its token is likely stale).
+        #[serde(default)]
+        is_redelivery: bool,
+    },
+    /// Slack: `chat.postMessage` in the thread.
+    Slack {
+        /// Channel id.
+        channel: String,
+        /// The thread's parent message.
+        thread_ts: String,
+    },
+}
+
+/// An image attached to a user message, downloaded into temp media by the gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageAttachment {
+    /// The platform's message id of the image.
+    pub message_id: String,
+    /// Absolute path of the temp media file (kept for the configured retention).
+    pub local_path: String,
+    /// MIME type LINE reported, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+}
+
+/// A LINE image message was accepted; the gateway downloads its content and then appends
+/// the turn's `UserMessageReceived` (so the acknowledgement never waits for the download).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineImageReceived {
+    /// The conversation.
+    pub session_id: String,
+    /// Sender.
+    pub speaker: String,
+    /// LINE's `webhookEventId`.
+    pub webhook_event_id: String,
+    /// LINE's message id (key of the content API).
+    pub message_id: String,
+    /// `originalContentUrl` when the image is hosted outside LINE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
+    /// Where to answer.
+    pub reply_to: ReplyTarget,
+}
+
+impl EventPayload for LineImageReceived {
+    const EVENT_TYPE: &'static str = "LineImageReceived";
+}
+
+/// The gateway is about to make a platform call that cannot be deduplicated by the platform
+/// (LINE reply token, Slack `chat.postMessage`). If this exists without an outcome after a
+/// crash, the call may have gone through, so it is not blindly repeated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyAttempted {
+    /// The conversation.
+    pub session_id: String,
+    /// Where.
+    pub channel: Channel,
+    /// The reply (`AssistantReplied` or `RenderFailed`) being delivered.
+    pub reply_event_id: Uuid,
+}
+
+impl EventPayload for ReplyAttempted {
+    const EVENT_TYPE: &'static str = "ReplyAttempted";
+}
+
+/// A reply reached the platform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyDelivered {
+    /// The conversation.
+    pub session_id: String,
+    /// Where.
+    pub channel: Channel,
+    /// The reply delivered.
+    pub reply_event_id: Uuid,
+    /// The user message answered.
+    pub user_event_id: Uuid,
+    /// API calls that delivered it (`reply`, `push`, `chat.postMessage`), in order.
+    pub calls: Vec<String>,
+}
+
+impl EventPayload for ReplyDelivered {
+    const EVENT_TYPE: &'static str = "ReplyDelivered";
+}
+
+/// A reply could not be delivered (or its outcome is unknown and repeating it could
+/// duplicate it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplyFailed {
+    /// The conversation.
+    pub session_id: String,
+    /// Where.
+    pub channel: Channel,
+    /// The reply that failed.
+    pub reply_event_id: Uuid,
+    /// The user message answered.
+    pub user_event_id: Uuid,
+    /// Stable code (`gave_up`, `outcome_unknown`, `no_target`, `not_configured`, `invalid`).
+    pub code: String,
+    /// Short explanation (never secrets).
+    pub message: String,
+}
+
+impl EventPayload for ReplyFailed {
+    const EVENT_TYPE: &'static str = "ReplyFailed";
 }

@@ -9,6 +9,7 @@
 //! - [`projections`]: the read models several services read (`assistant_text`);
 //! - [`config`]: YAML + environment configuration, secrets;
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`fake_llm`]: a fake server for tests;
+//! - [`fake_platforms`]: fake LINE and Slack API servers for tests and load runs;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with;
 //! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments.
@@ -20,6 +21,7 @@ pub mod event;
 pub mod event_log;
 pub mod events;
 pub mod fake_llm;
+pub mod fake_platforms;
 pub mod fault;
 pub mod ids;
 pub mod llm;

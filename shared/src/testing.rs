@@ -71,6 +71,9 @@ impl TestEnv {
             ("GHOST_LLM__PERSONA__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__PERSONA__TIMEOUT_SECS".into(), "5".into()),
             ("GHOST_LLM__PERSONA__MODEL".into(), PERSONA_MODEL.into()),
+            // Channel tests are about delivery, not Kuro's delegation: every channel routes by
+            // the (catch-all CHAT) dictionary unless a test asks for kuro mode.
+            ("GHOST_ROUTING__ENTRY_MODES__LINE".into(), "router".into()),
             ("GHOST_LLM__WORKER__MODEL".into(), WORKER_MODEL.into()),
             ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),

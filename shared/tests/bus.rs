@@ -22,6 +22,8 @@ fn message(text: &str) -> NewEvent {
         speaker: "user".into(),
         text: text.into(),
         external_id: None,
+        reply_to: None,
+        image: None,
     };
     let metadata = EventMetadata {
         correlation_id: id,

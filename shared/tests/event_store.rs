@@ -16,6 +16,8 @@ fn message(id: Uuid, text: &str) -> NewEvent {
         speaker: "user".into(),
         text: text.into(),
         external_id: None,
+        reply_to: None,
+        image: None,
     };
     let metadata = EventMetadata {
         correlation_id: id,

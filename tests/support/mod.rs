@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod platforms;
+
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -56,13 +58,7 @@ impl TestApp {
     pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> TestApp {
         let llm = FakeLlm::start().await.expect("fake llm");
         // Unscripted worker calls (reflections on replies without a trailer) get a calm affect.
-        llm.set_responder(|request| {
-            if request.model.as_deref() == Some(WORKER_MODEL) {
-                Script::reply(NEUTRAL_AFFECT)
-            } else {
-                Script::reply("ok")
-            }
-        });
+        llm.set_default_for_model(WORKER_MODEL, Script::reply(NEUTRAL_AFFECT));
         let env = TestEnv::new(&llm.base_url(), extra).await;
         let store = env.store().await;
         let stack = start_stack(env.config.clone(), services)

@@ -206,6 +206,8 @@ async fn append_message(
         speaker: "user".into(),
         text: input.text,
         external_id: input.request_id,
+        reply_to: None,
+        image: None,
     };
     let event = NewEvent::new(
         turn,

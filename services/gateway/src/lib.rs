@@ -5,17 +5,22 @@
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
-//! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors.
+//! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
+//! - [`webhooks`]: `POST /webhooks/line`, `POST /webhooks/slack` (signed, deduplicated);
+//! - [`deliver`]: LINE and Slack replies, each at most once; [`media`]: temp images.
 
 pub mod auth;
 pub mod chat;
+pub mod deliver;
 pub mod error;
 pub mod health;
 pub mod line;
+pub mod media;
 pub mod partner_mood;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
+pub mod webhooks;
 
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -58,6 +63,8 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/webhooks/line", post(webhooks::line::webhook))
+        .route("/webhooks/slack", post(webhooks::slack::events))
         .nest("/api", api)
         .with_state(state)
 }
@@ -71,6 +78,9 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
     let mut handle = ServiceHandle::new(SERVICE);
     handle.addr = Some(listener.local_addr()?);
+    deliver::spawn(ctx.clone(), &mut handle)
+        .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;
+    media::spawn(ctx.clone(), &mut handle)?;
     let app = router(AppState {
         ctx,
         api_token,

@@ -11,7 +11,7 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::{ChatMessage, LlmClient, LlmError};
+use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
@@ -143,8 +143,26 @@ impl Renderer {
             user.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());
-        messages.push(ChatMessage::user(user));
+        let mut user = ChatMessage::user(user);
+        if let Some(path) = self.image_of(request).await? {
+            user = user.with_image(ImagePart::from_path(path));
+        }
+        messages.push(user);
         Ok(messages)
+    }
+
+    /// The temp-media image the user sent with this message, if any (LINE images).
+    async fn image_of(&self, request: &RenderRequested) -> Result<Option<String>, HandlerError> {
+        let user = self
+            .ctx
+            .store()
+            .get(request.user_event_id)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(user
+            .and_then(|e| e.decode::<UserMessageReceived>().ok())
+            .and_then(|m| m.image)
+            .map(|i| i.local_path))
     }
 
     /// The mood to answer in: the mood service's answer, or the calm default when it does

@@ -4,6 +4,7 @@
 //!
 //! Unknown keys and out-of-range values are start-up errors that name the key.
 
+mod channels;
 mod env;
 mod secrets;
 mod settings;
@@ -11,6 +12,7 @@ mod stage;
 
 use std::path::{Path, PathBuf};
 
+pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
 pub use secrets::{Secret, Secrets};
 pub use settings::*;

@@ -29,6 +29,12 @@ pub struct GhostSettings {
     pub llm: HashMap<String, LlmRoleConfig>,
     /// Logs and traces.
     pub telemetry: TelemetrySettings,
+    /// LINE Messaging API.
+    pub line: super::channels::LineSettings,
+    /// Slack Events and Web API.
+    pub slack: super::channels::SlackSettings,
+    /// Temp media (images users send).
+    pub media: super::channels::MediaSettings,
     /// The multi-character stage.
     pub stage: super::stage::StageSettings,
     /// Routing: entry modes per channel, dictionary file, short memory.
@@ -332,6 +338,7 @@ impl GhostSettings {
                 "is required (the persona's model)",
             ));
         }
+        super::channels::validate(&self.line, &self.slack, &self.media)?;
         Ok(())
     }
 }

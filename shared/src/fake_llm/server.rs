@@ -31,6 +31,7 @@ struct Scripts {
     global: VecDeque<Script>,
     per_model: HashMap<String, VecDeque<Script>>,
     default: Script,
+    default_per_model: HashMap<String, Script>,
     responder: Option<Arc<Responder>>,
     requests: Vec<RecordedRequest>,
 }
@@ -92,6 +93,7 @@ impl FakeLlm {
                 global: VecDeque::new(),
                 per_model: HashMap::new(),
                 default: Script::default(),
+                default_per_model: HashMap::new(),
                 responder: None,
                 requests: Vec::new(),
             }),
@@ -145,6 +147,15 @@ impl FakeLlm {
     /// The answer when the queues are empty and no responder is set (initially: reply "ok").
     pub fn set_default(&self, script: Script) {
         self.shared.lock().default = script;
+    }
+
+    /// The answer for `model` when its queue and the global queue are empty (checked after
+    /// the responder, before the default): a role that must always answer in one shape.
+    pub fn set_default_for_model(&self, model: &str, script: Script) {
+        self.shared
+            .lock()
+            .default_per_model
+            .insert(model.to_string(), script);
     }
 
     /// Computes the answer per request when the queues are empty (takes precedence over the
@@ -222,7 +233,7 @@ fn record(
     req
 }
 
-/// Per-model queue, then global queue, then responder, then default.
+/// Per-model queue, then global queue, then responder, then per-model default, then default.
 fn next_script(s: &Shared, req: &RecordedRequest) -> Script {
     let responder = {
         let mut g = s.lock();
@@ -236,7 +247,10 @@ fn next_script(s: &Shared, req: &RecordedRequest) -> Script {
         }
         match &g.responder {
             Some(r) => r.clone(),
-            None => return g.default.clone(),
+            None => {
+                let per_model = req.model.as_ref().and_then(|m| g.default_per_model.get(m));
+                return per_model.unwrap_or(&g.default).clone();
+            }
         }
     };
     // Called without the lock so a responder may inspect the fake itself.

@@ -1,0 +1,272 @@
+//! Reply delivery: a consumer of `AssistantReplied` and `RenderFailed` that sends LINE and
+//! Slack replies, each at most once, and records `ReplyDelivered` or `ReplyFailed`.
+//!
+//! Idempotency, from cheapest to most careful:
+//! - the outcome events' ids derive from the reply event, and an existing outcome means done;
+//! - LINE pushes carry `X-Line-Retry-Key` derived from the reply event and batch, so a resend
+//!   after a crash is dropped by LINE (409);
+//! - calls the platform cannot deduplicate (a LINE reply token, Slack `chat.postMessage`) are
+//!   preceded by a `ReplyAttempted` marker; finding the marker without an outcome means a
+//!   previous attempt may have gone through, and such a call is not blindly repeated.
+
+pub mod line;
+pub mod slack;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::config::Secret;
+use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
+    ReplyTarget, UserMessageReceived,
+};
+use ghost_shared::ids::derive_event_id;
+use ghost_shared::service::{ServiceContext, ServiceHandle};
+use ghost_shared::store::ExpectedVersion;
+
+/// Step names the outcome ids derive from.
+const STEP_DELIVERED: &str = "ReplyDelivered";
+const STEP_FAILED: &str = "ReplyFailed";
+const STEP_ATTEMPTED: &str = "ReplyAttempted";
+
+/// How one delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// Every part reached the platform; the API calls made, in order.
+    Delivered(Vec<String>),
+    /// Not delivered, or not known to be.
+    Failed {
+        /// Stable code.
+        code: &'static str,
+        /// Explanation.
+        message: String,
+    },
+}
+
+impl DeliveryOutcome {
+    /// A failure.
+    pub fn failed(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Failed {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The reply to deliver, whichever event carried it.
+struct Reply {
+    session_id: String,
+    channel: Channel,
+    user_event_id: uuid::Uuid,
+    text: String,
+}
+
+/// Delivers replies for the LINE and Slack channels.
+pub struct Deliverer {
+    ctx: ServiceContext,
+    http: reqwest::Client,
+    line_token: Option<Secret>,
+    slack_token: Option<Secret>,
+}
+
+impl Deliverer {
+    /// A deliverer using the configured endpoints and tokens.
+    pub fn new(ctx: ServiceContext) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        Ok(Self {
+            line_token: ctx.config.secrets.line_channel_access_token.clone(),
+            slack_token: ctx.config.secrets.slack_bot_token.clone(),
+            http,
+            ctx,
+        })
+    }
+
+    fn reply_of(&self, event: &RecordedEvent) -> Result<Option<Reply>, HandlerError> {
+        if let Ok(r) = event.decode::<AssistantReplied>() {
+            return Ok(Some(Reply {
+                session_id: r.session_id,
+                channel: r.channel,
+                user_event_id: r.user_event_id,
+                text: r.text,
+            }));
+        }
+        let f: RenderFailed = event.decode().map_err(HandlerError::permanent)?;
+        let text = match f.channel {
+            Channel::Line => self.ctx.config.ghost.line.failure_reply.clone(),
+            Channel::Slack => self.ctx.config.ghost.slack.failure_reply.clone(),
+            Channel::Http => String::new(),
+        };
+        Ok(Some(Reply {
+            session_id: f.session_id,
+            channel: f.channel,
+            user_event_id: f.user_event_id,
+            text,
+        }))
+    }
+
+    async fn exists(&self, id: uuid::Uuid) -> Result<bool, HandlerError> {
+        Ok(self
+            .ctx
+            .store()
+            .get(id)
+            .await
+            .map_err(HandlerError::transient)?
+            .is_some())
+    }
+
+    /// Records that a non-deduplicable call is about to be made; returns whether an earlier
+    /// attempt had already recorded it (so that call may have gone through).
+    pub(crate) async fn mark_attempt(
+        &self,
+        cause: &RecordedEvent,
+        session_id: &str,
+        channel: Channel,
+    ) -> Result<bool, HandlerError> {
+        let marker = ReplyAttempted {
+            session_id: session_id.to_owned(),
+            channel,
+            reply_event_id: cause.event_id,
+        };
+        let e = NewEvent::caused_by(cause, STEP_ATTEMPTED, &marker, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let outcome = self
+            .ctx
+            .log
+            .append(&session_stream(session_id), ExpectedVersion::Any, &[e])
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(outcome.duplicate)
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Deliverer {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let Some(reply) = self.reply_of(&event)? else {
+            return Ok(());
+        };
+        if reply.channel == Channel::Http {
+            return Ok(());
+        }
+        let delivered_id = derive_event_id(event.event_id, STEP_DELIVERED);
+        let failed_id = derive_event_id(event.event_id, STEP_FAILED);
+        if self.exists(delivered_id).await? || self.exists(failed_id).await? {
+            info!(reply = %event.event_id, "reply already delivered or given up; nothing to do");
+            return Ok(());
+        }
+        if reply.text.trim().is_empty() {
+            info!(reply = %event.event_id, "nothing to send");
+            return Ok(());
+        }
+        let user = self
+            .ctx
+            .store()
+            .get(reply.user_event_id)
+            .await
+            .map_err(HandlerError::transient)?;
+        let target = user
+            .as_ref()
+            .and_then(|u| u.decode::<UserMessageReceived>().ok())
+            .and_then(|m| m.reply_to);
+        let outcome = match (&target, reply.channel) {
+            (Some(ReplyTarget::Line { .. }), Channel::Line) => {
+                line::deliver(
+                    self,
+                    &event,
+                    &reply.session_id,
+                    &reply.text,
+                    target.as_ref(),
+                )
+                .await?
+            }
+            (Some(ReplyTarget::Slack { channel, thread_ts }), Channel::Slack) => {
+                slack::deliver(
+                    self,
+                    &event,
+                    &reply.session_id,
+                    channel,
+                    thread_ts,
+                    &reply.text,
+                )
+                .await?
+            }
+            _ => DeliveryOutcome::failed("no_target", "the user message carries no reply target"),
+        };
+        self.record(&event, &reply, outcome).await
+    }
+}
+
+impl Deliverer {
+    async fn record(
+        &self,
+        cause: &RecordedEvent,
+        reply: &Reply,
+        outcome: DeliveryOutcome,
+    ) -> Result<(), HandlerError> {
+        let service = self.ctx.service;
+        let e = match outcome {
+            DeliveryOutcome::Delivered(calls) => {
+                info!(reply = %cause.event_id, ?calls, "reply delivered");
+                NewEvent::caused_by(
+                    cause,
+                    STEP_DELIVERED,
+                    &ReplyDelivered {
+                        session_id: reply.session_id.clone(),
+                        channel: reply.channel,
+                        reply_event_id: cause.event_id,
+                        user_event_id: reply.user_event_id,
+                        calls,
+                    },
+                    service,
+                )
+            }
+            DeliveryOutcome::Failed { code, message } => {
+                warn!(reply = %cause.event_id, code, %message, "reply not delivered");
+                NewEvent::caused_by(
+                    cause,
+                    STEP_FAILED,
+                    &ReplyFailed {
+                        session_id: reply.session_id.clone(),
+                        channel: reply.channel,
+                        reply_event_id: cause.event_id,
+                        user_event_id: reply.user_event_id,
+                        code: code.into(),
+                        message,
+                    },
+                    service,
+                )
+            }
+        }
+        .map_err(HandlerError::permanent)?;
+        ghost_shared::fault::point("gateway.before_delivery_outcome");
+        self.ctx
+            .log
+            .append(
+                &session_stream(&reply.session_id),
+                ExpectedVersion::Any,
+                &[e],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(())
+    }
+}
+
+/// Starts the two delivery consumers.
+pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> Result<(), reqwest::Error> {
+    let deliverer = Arc::new(Deliverer::new(ctx.clone())?);
+    for event_type in [AssistantReplied::EVENT_TYPE, RenderFailed::EVENT_TYPE] {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(ctx.service, event_type),
+            deliverer.clone(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! Sending one reply to Slack with `chat.postMessage` in the thread.
+
+use std::time::Duration;
+
+use tracing::info;
+
+use ghost_shared::bus::HandlerError;
+use ghost_shared::event::RecordedEvent;
+use ghost_shared::events::Channel;
+
+use super::{Deliverer, DeliveryOutcome};
+use crate::slack::{
+    post_message_body, PostDecision, PostOutcome, PostRetryPolicy, POST_MESSAGE_PATH,
+};
+
+/// Delivers `text` for the reply event `cause` under `thread_ts` in `channel`.
+pub(super) async fn deliver(
+    d: &Deliverer,
+    cause: &RecordedEvent,
+    session_id: &str,
+    channel: &str,
+    thread_ts: &str,
+    text: &str,
+) -> Result<DeliveryOutcome, HandlerError> {
+    let Some(token) = d.slack_token.clone() else {
+        return Ok(DeliveryOutcome::failed(
+            "not_configured",
+            "GHOST_SLACK_BOT_TOKEN is not set",
+        ));
+    };
+    let body = match post_message_body(channel, Some(thread_ts), text) {
+        Ok(b) => b,
+        Err(e) => return Ok(DeliveryOutcome::failed("invalid", e.to_string())),
+    };
+    // chat.postMessage has no idempotency key: an earlier attempt may have posted.
+    if d.mark_attempt(cause, session_id, Channel::Slack).await? {
+        return Ok(DeliveryOutcome::failed(
+            "outcome_unknown",
+            "an earlier attempt may have posted; not posting again",
+        ));
+    }
+    let s = &d.ctx.config.ghost.slack;
+    let policy = PostRetryPolicy {
+        max_attempts: s.max_attempts,
+        default_delay: Duration::from_millis(s.retry_default_delay_ms),
+        max_retry_after: Duration::from_secs(s.max_retry_after_secs),
+    };
+    let url = format!("{}{POST_MESSAGE_PATH}", s.api_base.trim_end_matches('/'));
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let sent = d
+            .http
+            .post(&url)
+            .bearer_auth(token.expose())
+            .timeout(Duration::from_secs(s.request_timeout_secs))
+            .json(&body)
+            .send()
+            .await;
+        let (status, retry_after, api) = match sent {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let retry_after = r
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let json: Option<serde_json::Value> = r.json().await.ok();
+                (Some(status), retry_after, json)
+            }
+            Err(e) if e.is_connect() => (None, None, None),
+            Err(_) => (Some(0), None, None),
+        };
+        let error = api
+            .as_ref()
+            .and_then(|j| j.get("error"))
+            .and_then(|e| e.as_str())
+            .map(str::to_owned);
+        let ok = api
+            .as_ref()
+            .and_then(|j| j.get("ok"))
+            .and_then(|v| v.as_bool());
+        let outcome = match (status, ok, error.as_deref()) {
+            (None, _, _) => PostOutcome::ConnectFailed,
+            (Some(0), _, _) => PostOutcome::Timeout,
+            (Some(200), Some(true), _) => PostOutcome::Ok,
+            (Some(200), _, Some(e)) => PostOutcome::ApiError(e),
+            (Some(s), _, _) => PostOutcome::Status(s),
+        };
+        match policy.decide(outcome, attempts, retry_after.as_deref()) {
+            PostDecision::Delivered => {
+                return Ok(DeliveryOutcome::Delivered(vec!["chat.postMessage".into()]))
+            }
+            PostDecision::Retry(delay) => {
+                info!(
+                    ?outcome,
+                    ?delay,
+                    "Slack post refused; retrying after the wait"
+                );
+                tokio::time::sleep(delay).await;
+            }
+            PostDecision::GiveUp => {
+                return Ok(DeliveryOutcome::failed("gave_up", format!("{outcome:?}")))
+            }
+            PostDecision::Unknown => {
+                return Ok(DeliveryOutcome::failed(
+                    "outcome_unknown",
+                    format!("{outcome:?}: may have posted; not posting again"),
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Fake LINE Messaging API: reply, push (with retry-key semantics) and message content.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::core::{texts, Delivery, PlatformCall, Scripted, Server, Shared};
+
+/// Path of the reply API.
+const REPLY: &str = "/v2/bot/message/reply";
+/// Path of the push API.
+const PUSH: &str = "/v2/bot/message/push";
+
+/// A fake LINE API on `127.0.0.1:<port>` (serves both the API and the content host).
+#[derive(Debug, Clone)]
+pub struct FakeLine {
+    shared: Shared,
+    server: Arc<Server>,
+}
+
+impl FakeLine {
+    /// Starts the server.
+    pub async fn start() -> std::io::Result<FakeLine> {
+        let shared = Shared::default();
+        let app = Router::new()
+            .route(REPLY, post(reply))
+            .route(PUSH, post(push))
+            .route("/v2/bot/message/{id}/content", get(content))
+            .with_state(shared.clone());
+        let server = Arc::new(Server::start(app).await?);
+        Ok(FakeLine { shared, server })
+    }
+
+    /// Base URL (use for both `line.api_base` and `line.data_api_base`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr)
+    }
+
+    /// Every call, in arrival order.
+    pub fn calls(&self) -> Vec<PlatformCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Every delivery (messages a user would see), in order.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.shared.lock().deliveries.clone()
+    }
+
+    /// Scripts the next answer of the reply API.
+    pub fn script_reply(&self, s: Scripted) {
+        self.script(REPLY, s);
+    }
+
+    /// Scripts the next answer of the push API.
+    pub fn script_push(&self, s: Scripted) {
+        self.script(PUSH, s);
+    }
+
+    fn script(&self, path: &str, s: Scripted) {
+        self.shared
+            .lock()
+            .scripts
+            .entry(path.to_owned())
+            .or_default()
+            .push_back(s);
+    }
+
+    /// Serves `bytes` as the content of message `id`.
+    pub fn set_content(&self, id: &str, bytes: Vec<u8>, content_type: &str) {
+        self.shared
+            .lock()
+            .contents
+            .insert(id.to_owned(), (bytes, content_type.to_owned()));
+    }
+}
+
+fn answer(status: u16, retry_after: Option<&str>, body: Value) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = (code, Json(body)).into_response();
+    if let Some(v) = retry_after.and_then(|v| v.parse().ok()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+fn authorized(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer ") && v.len() > 7)
+}
+
+async fn reply(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let token = parsed
+        .get("replyToken")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let script = s.next_script(REPLY);
+    let (status, retry_after, msg) = {
+        let mut st = s.lock();
+        if !authorized(&headers) {
+            (401, None, "Authentication failed")
+        } else if let Some(Scripted {
+            status,
+            retry_after,
+            deliver: false,
+        }) = &script
+        {
+            (*status, retry_after.clone(), "scripted failure")
+        } else if token.is_empty() || !st.used_reply_tokens.insert(token.clone()) {
+            (400, None, "Invalid reply token")
+        } else {
+            st.deliveries.push(Delivery {
+                endpoint: "reply",
+                to: token.clone(),
+                thread_ts: None,
+                texts: texts(parsed.get("messages")),
+            });
+            match script {
+                Some(sc) => (sc.status, sc.retry_after, "scripted failure after delivery"),
+                None => (200, None, ""),
+            }
+        }
+    };
+    s.record(REPLY, &headers, &body, status);
+    let body = if status == 200 {
+        json!({})
+    } else {
+        json!({ "message": msg })
+    };
+    answer(status, retry_after.as_deref(), body)
+}
+
+async fn push(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let key = headers
+        .get("x-line-retry-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let script = s.next_script(PUSH);
+    let (status, retry_after, msg) = {
+        let mut st = s.lock();
+        if !authorized(&headers) {
+            (401, None, "Authentication failed")
+        } else if key
+            .as_ref()
+            .is_some_and(|k| st.accepted_retry_keys.contains(k))
+        {
+            // LINE: a request with this retry key was already accepted.
+            (409, None, "The retry key is already accepted")
+        } else if let Some(Scripted {
+            status,
+            retry_after,
+            deliver: false,
+        }) = &script
+        {
+            (*status, retry_after.clone(), "scripted failure")
+        } else {
+            if let Some(k) = &key {
+                st.accepted_retry_keys.insert(k.clone());
+            }
+            st.deliveries.push(Delivery {
+                endpoint: "push",
+                to: parsed
+                    .get("to")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                thread_ts: None,
+                texts: texts(parsed.get("messages")),
+            });
+            match script {
+                Some(sc) => (sc.status, sc.retry_after, "scripted failure after delivery"),
+                None => (200, None, ""),
+            }
+        }
+    };
+    s.record(PUSH, &headers, &body, status);
+    let body = if status == 200 {
+        json!({ "sentMessages": [] })
+    } else {
+        json!({ "message": msg })
+    };
+    answer(status, retry_after.as_deref(), body)
+}
+
+async fn content(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let path = format!("/v2/bot/message/{id}/content");
+    let found = s.lock().contents.get(&id).cloned();
+    let (status, response) = match (authorized(&headers), found) {
+        (false, _) => (
+            401,
+            answer(401, None, json!({"message": "Authentication failed"})),
+        ),
+        (true, None) => (404, answer(404, None, json!({"message": "Not found"}))),
+        (true, Some((bytes, ct))) => (200, ([(header::CONTENT_TYPE, ct)], bytes).into_response()),
+    };
+    s.record(&path, &headers, b"", status);
+    response
+}

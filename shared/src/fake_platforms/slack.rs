@@ -1,0 +1,120 @@
+//! Fake Slack Web API: `chat.postMessage`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::core::{Delivery, PlatformCall, Scripted, Server, Shared};
+
+/// Path of `chat.postMessage`.
+const POST_MESSAGE: &str = "/api/chat.postMessage";
+
+/// A fake Slack Web API on `127.0.0.1:<port>`.
+#[derive(Debug, Clone)]
+pub struct FakeSlack {
+    shared: Shared,
+    server: Arc<Server>,
+}
+
+impl FakeSlack {
+    /// Starts the server.
+    pub async fn start() -> std::io::Result<FakeSlack> {
+        let shared = Shared::default();
+        let app = Router::new()
+            .route(POST_MESSAGE, post(post_message))
+            .with_state(shared.clone());
+        let server = Arc::new(Server::start(app).await?);
+        Ok(FakeSlack { shared, server })
+    }
+
+    /// Base URL (`slack.api_base`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr)
+    }
+
+    /// Every call, in arrival order.
+    pub fn calls(&self) -> Vec<PlatformCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Every posted message, in order.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.shared.lock().deliveries.clone()
+    }
+
+    /// Scripts the next answer of `chat.postMessage`.
+    pub fn script_post(&self, s: Scripted) {
+        self.shared
+            .lock()
+            .scripts
+            .entry(POST_MESSAGE.to_owned())
+            .or_default()
+            .push_back(s);
+    }
+}
+
+async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let script = s.next_script(POST_MESSAGE);
+    let (status, retry_after, response) = {
+        let mut st = s.lock();
+        if !authorized {
+            (200, None, json!({"ok": false, "error": "invalid_auth"}))
+        } else if let Some(Scripted {
+            status,
+            retry_after,
+            deliver: false,
+        }) = &script
+        {
+            let error = if *status == 429 {
+                "ratelimited"
+            } else {
+                "internal_error"
+            };
+            (
+                *status,
+                retry_after.clone(),
+                json!({"ok": false, "error": error}),
+            )
+        } else {
+            let str_field = |k: &str| parsed.get(k).and_then(Value::as_str).map(str::to_owned);
+            st.next_ts += 1;
+            let ts = format!("1700000000.{:06}", st.next_ts);
+            st.deliveries.push(Delivery {
+                endpoint: "chat.postMessage",
+                to: str_field("channel").unwrap_or_default(),
+                thread_ts: str_field("thread_ts"),
+                texts: str_field("text").into_iter().collect(),
+            });
+            match script {
+                Some(sc) => (
+                    sc.status,
+                    sc.retry_after,
+                    json!({"ok": false, "error": "internal_error"}),
+                ),
+                None => (
+                    200,
+                    None,
+                    json!({"ok": true, "channel": str_field("channel"), "ts": ts}),
+                ),
+            }
+        }
+    };
+    s.record(POST_MESSAGE, &headers, &body, status);
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = (code, Json(response)).into_response();
+    if let Some(v) = retry_after.and_then(|v| v.parse().ok()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}

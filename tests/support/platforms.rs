@@ -1,0 +1,221 @@
+//! LINE and Slack test helpers: a Ghost wired to fake platform APIs, and signed requests.
+
+use std::time::Duration;
+
+use ghost_gateway::{line, slack};
+use ghost_shared::fake_platforms::{FakeLine, FakeSlack};
+
+use super::TestApp;
+
+/// LINE channel secret of the fixture vectors (tests/fixtures/webhook_signatures.json).
+pub const LINE_SECRET: &str = "0123456789abcdef0123456789abcdef";
+/// Slack signing secret of the fixture vectors.
+pub const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+/// Our Slack bot's user id in tests.
+pub const BOT: &str = "UBOT";
+
+/// A Ghost whose LINE and Slack endpoints are fakes.
+pub struct ChannelApp {
+    /// The app.
+    pub app: TestApp,
+    /// Fake LINE (API + content).
+    pub line: FakeLine,
+    /// Fake Slack Web API.
+    pub slack: FakeSlack,
+    /// Temp media directory of this app.
+    pub media_dir: std::path::PathBuf,
+}
+
+impl ChannelApp {
+    /// Every service in-process, fakes wired in, `extra` overrides last.
+    pub async fn spawn(extra: &[(&str, &str)]) -> ChannelApp {
+        let line = FakeLine::start().await.expect("fake line");
+        let slack = FakeSlack::start().await.expect("fake slack");
+        let media_dir = std::env::temp_dir().join(format!(
+            "ghost-media-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        let (lb, sb, md) = (
+            line.base_url(),
+            slack.base_url(),
+            media_dir.display().to_string(),
+        );
+        let mut vars: Vec<(&str, &str)> = vec![
+            ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
+            ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "line-access-token"),
+            ("GHOST_SLACK_SIGNING_SECRET", SLACK_SECRET),
+            ("GHOST_SLACK_BOT_TOKEN", "xoxb-test"),
+            ("GHOST_LINE__API_BASE", &lb),
+            ("GHOST_LINE__DATA_API_BASE", &lb),
+            ("GHOST_LINE__RETRY_BASE_DELAY_MS", "20"),
+            ("GHOST_SLACK__API_BASE", &sb),
+            ("GHOST_SLACK__BOT_USER_ID", BOT),
+            ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
+            ("GHOST_MEDIA__DIR", &md),
+        ];
+        vars.extend_from_slice(extra);
+        let app = TestApp::spawn(&vars).await;
+        ChannelApp {
+            app,
+            line,
+            slack,
+            media_dir,
+        }
+    }
+
+    /// POSTs a LINE webhook with `signature` (computed when `None` is not wanted: use
+    /// [`line_sign`]).
+    pub async fn post_line(&self, body: &str, signature: Option<&str>) -> reqwest::Response {
+        let mut req = self
+            .app
+            .http
+            .post(format!("{}/webhooks/line", self.app.base_url))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(s) = signature {
+            req = req.header("x-line-signature", s);
+        }
+        req.send().await.expect("line webhook request")
+    }
+
+    /// POSTs a correctly signed LINE webhook.
+    pub async fn post_line_signed(&self, body: &str) -> u16 {
+        self.post_line(body, Some(&line_sign(body)))
+            .await
+            .status()
+            .as_u16()
+    }
+
+    /// POSTs a Slack request with the given timestamp/signature headers and retry number.
+    pub async fn post_slack(
+        &self,
+        body: &str,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        retry_num: Option<u32>,
+    ) -> reqwest::Response {
+        let mut req = self
+            .app
+            .http
+            .post(format!("{}/webhooks/slack", self.app.base_url))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(t) = timestamp {
+            req = req.header("x-slack-request-timestamp", t);
+        }
+        if let Some(s) = signature {
+            req = req.header("x-slack-signature", s);
+        }
+        if let Some(n) = retry_num {
+            req = req
+                .header("x-slack-retry-num", n.to_string())
+                .header("x-slack-retry-reason", "http_timeout");
+        }
+        req.send().await.expect("slack request")
+    }
+
+    /// POSTs a correctly signed Slack request (timestamp now).
+    pub async fn post_slack_signed(&self, body: &str, retry_num: Option<u32>) -> u16 {
+        let ts = chrono::Utc::now().timestamp().to_string();
+        let sig = slack_sign(&ts, body);
+        self.post_slack(body, Some(&ts), Some(&sig), retry_num)
+            .await
+            .status()
+            .as_u16()
+    }
+
+    /// Waits until fake LINE has at least `n` deliveries.
+    pub async fn line_deliveries(&self, n: usize) -> Vec<ghost_shared::fake_platforms::Delivery> {
+        ghost_shared::testing::eventually(Duration::from_secs(30), "LINE deliveries", || async {
+            let d = self.line.deliveries();
+            (d.len() >= n).then_some(d)
+        })
+        .await
+    }
+
+    /// Waits until fake Slack has at least `n` posts.
+    pub async fn slack_deliveries(&self, n: usize) -> Vec<ghost_shared::fake_platforms::Delivery> {
+        ghost_shared::testing::eventually(Duration::from_secs(30), "Slack posts", || async {
+            let d = self.slack.deliveries();
+            (d.len() >= n).then_some(d)
+        })
+        .await
+    }
+
+    /// Events of one type across the store.
+    pub async fn events_of(&self, event_type: &str) -> Vec<serde_json::Value> {
+        sqlx::query_scalar("SELECT payload FROM events WHERE event_type = $1 ORDER BY position")
+            .bind(event_type)
+            .fetch_all(self.app.store.pool())
+            .await
+            .expect("events of type")
+    }
+
+    /// Waits until `n` events of `event_type` exist.
+    pub async fn wait_events(&self, event_type: &str, n: usize) -> Vec<serde_json::Value> {
+        ghost_shared::testing::eventually(Duration::from_secs(30), event_type, || async {
+            let e = self.events_of(event_type).await;
+            (e.len() >= n).then_some(e)
+        })
+        .await
+    }
+
+    /// Stops everything and removes the database, streams and media.
+    pub async fn cleanup(self) {
+        let _ = std::fs::remove_dir_all(&self.media_dir);
+        self.app.cleanup().await;
+    }
+}
+
+/// `X-Line-Signature` for `body` under the test secret.
+pub fn line_sign(body: &str) -> String {
+    line::signature::sign(LINE_SECRET.as_bytes(), body.as_bytes()).expect("sign")
+}
+
+/// `X-Slack-Signature` for `body` at `ts` under the test secret.
+pub fn slack_sign(ts: &str, body: &str) -> String {
+    slack::signature::sign(SLACK_SECRET.as_bytes(), ts, body.as_bytes()).expect("sign")
+}
+
+/// A LINE webhook body with one text message from user `user` in a 1:1 chat.
+pub fn line_text(
+    event_id: &str,
+    user: &str,
+    text: &str,
+    reply_token: &str,
+    redelivery: bool,
+) -> String {
+    serde_json::json!({
+        "destination": "Ubot",
+        "events": [line_text_event(event_id, user, text, reply_token, redelivery)]
+    })
+    .to_string()
+}
+
+/// One LINE text message event.
+pub fn line_text_event(
+    event_id: &str,
+    user: &str,
+    text: &str,
+    reply_token: &str,
+    redelivery: bool,
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": "message", "mode": "active", "timestamp": 1_762_000_000_000_i64,
+        "webhookEventId": event_id,
+        "deliveryContext": {"isRedelivery": redelivery},
+        "source": {"type": "user", "userId": user},
+        "replyToken": reply_token,
+        "message": {"id": format!("m-{event_id}"), "type": "text", "quoteToken": "q", "text": text}
+    })
+}
+
+/// A Slack `event_callback` with a message-like inner event.
+pub fn slack_event(event_id: &str, inner: serde_json::Value) -> String {
+    serde_json::json!({
+        "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
+        "event_id": event_id, "event_time": 1_700_000_000,
+        "event": inner
+    })
+    .to_string()
+}
