@@ -9,12 +9,12 @@ use ghost::stack::ServiceName;
 use ghost_shared::affect::{
     Affect, AffectLabel, MoodConstants, ResponsePolicy, DEFAULT_TRAILER_MARKER,
 };
-use ghost_shared::event::{EventMetadata, NewEvent};
+use ghost_shared::event::NewEvent;
 use ghost_shared::events::{persona_stream, AffectReflected, AssistantReplied};
 use ghost_shared::fake_llm::Script;
 use ghost_shared::mood_api::{self, MoodAnswer, MoodQuery};
 use ghost_shared::store::{EventStore, ExpectedVersion};
-use ghost_shared::testing::{eventually, repo_config_dir, WORKER_MODEL};
+use ghost_shared::testing::{eventually, origin_event, repo_config_dir, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::{TestApp, TOKEN};
 use uuid::Uuid;
@@ -98,14 +98,7 @@ fn reflected(persona: &str, at: f64, affect: Affect) -> NewEvent {
         at,
         affect,
     };
-    let metadata = EventMetadata {
-        correlation_id: id,
-        causation_id: None,
-        traceparent: None,
-        tracestate: None,
-        service: "test".into(),
-    };
-    NewEvent::new(id, &payload, metadata).unwrap()
+    origin_event(id, &payload)
 }
 
 fn affect_of(episode: &Value) -> Affect {

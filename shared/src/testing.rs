@@ -174,3 +174,34 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An origin event (no cause, its own correlation) from the `test` producer, for tests
+/// that append directly.
+pub fn origin_event<P: crate::event::EventPayload>(
+    id: Uuid,
+    payload: &P,
+) -> crate::event::NewEvent {
+    let metadata = crate::event::EventMetadata {
+        correlation_id: id,
+        causation_id: None,
+        traceparent: None,
+        tracestate: None,
+        service: "test".into(),
+    };
+    crate::event::NewEvent::new(id, payload, metadata)
+        .unwrap_or_else(|e| panic!("encode test event: {e}"))
+}
+
+/// A `UserMessageReceived` over HTTP in session `s` saying `text`.
+pub fn user_message(id: Uuid, text: &str) -> crate::event::NewEvent {
+    let payload = crate::events::UserMessageReceived {
+        session_id: "s".into(),
+        channel: crate::events::Channel::Http,
+        speaker: "user".into(),
+        text: text.into(),
+        external_id: None,
+        reply_to: None,
+        image: None,
+    };
+    origin_event(id, &payload)
+}

@@ -6,33 +6,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::event::{NewEvent, RecordedEvent};
 use ghost_shared::event_log::{relay_once, EventLog};
-use ghost_shared::events::{Channel, UserMessageReceived};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
-use ghost_shared::testing::{eventually, TestEnv};
+use ghost_shared::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
 fn message(text: &str) -> NewEvent {
-    let id = Uuid::new_v4();
-    let payload = UserMessageReceived {
-        session_id: "s".into(),
-        channel: Channel::Http,
-        speaker: "user".into(),
-        text: text.into(),
-        external_id: None,
-        reply_to: None,
-        image: None,
-    };
-    let metadata = EventMetadata {
-        correlation_id: id,
-        causation_id: None,
-        traceparent: None,
-        tracestate: None,
-        service: "test".into(),
-    };
-    NewEvent::new(id, &payload, metadata).unwrap()
+    user_message(Uuid::new_v4(), text)
 }
 
 /// Records what it handled; fails as told by the message text.

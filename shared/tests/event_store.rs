@@ -1,32 +1,15 @@
 //! The event store against the real Postgres.
 
-use ghost_shared::event::{EventMetadata, NewEvent};
-use ghost_shared::events::{Channel, UserMessageReceived};
+use ghost_shared::event::NewEvent;
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::store::{ExpectedVersion, ReadPosition, StoreError};
 use std::time::Duration;
 
-use ghost_shared::testing::{eventually, TestEnv};
+use ghost_shared::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
 fn message(id: Uuid, text: &str) -> NewEvent {
-    let payload = UserMessageReceived {
-        session_id: "s".into(),
-        channel: Channel::Http,
-        speaker: "user".into(),
-        text: text.into(),
-        external_id: None,
-        reply_to: None,
-        image: None,
-    };
-    let metadata = EventMetadata {
-        correlation_id: id,
-        causation_id: None,
-        traceparent: None,
-        tracestate: None,
-        service: "test".into(),
-    };
-    NewEvent::new(id, &payload, metadata).unwrap()
+    user_message(id, text)
 }
 
 #[tokio::test]
