@@ -13,6 +13,9 @@ use ghost_shared::testing::TestEnv;
 
 use crate::stack::{start_stack, ServiceName};
 
+/// The affect trailer the fake persona model appends to every reply.
+const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
+
 /// Options of `ghost load`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
@@ -60,7 +63,12 @@ impl LoadReport {
 /// Runs the load and prints the report.
 pub async fn run(args: LoadArgs) -> Result<()> {
     let llm = FakeLlm::start().await.context("fake model")?;
-    llm.set_default(Script::reply(&args.reply));
+    // The persona's model answers as the prompt asks: reply, marker line, affect JSON.
+    let marker = ghost_shared::affect::DEFAULT_TRAILER_MARKER;
+    llm.set_default(Script::reply(&format!(
+        "{}\n{marker}\n{AFFECT}",
+        args.reply
+    )));
     let env = TestEnv::new(
         &llm.base_url(),
         &[

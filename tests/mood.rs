@@ -124,11 +124,22 @@ async fn episode_count(store: &EventStore, persona: &str) -> i64 {
         .unwrap_or(0)
 }
 
-async fn mood_rows(store: &EventStore) -> Vec<(String, Value, i32, Uuid)> {
-    sqlx::query_as("SELECT persona, episodes, episode_count, last_event_id FROM partner_mood_state ORDER BY persona")
-        .fetch_all(store.pool())
-        .await
-        .unwrap()
+async fn mood_rows(
+    store: &EventStore,
+) -> (Vec<(String, i32, Uuid)>, Vec<(String, i64, f64, String)>) {
+    let states = sqlx::query_as(
+        "SELECT persona, episode_count, last_event_id FROM partner_mood_state ORDER BY persona",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let episodes = sqlx::query_as(
+        "SELECT persona, position, at, label FROM mood_episodes ORDER BY persona, position",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    (states, episodes)
 }
 
 #[tokio::test]
@@ -178,7 +189,7 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
 
     // Rebuilding the projection from position 0 gives the same rows.
     let live = mood_rows(&app.store).await;
-    assert!(!live.is_empty());
+    assert!(!live.0.is_empty() && !live.1.is_empty());
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
         .args(["projections", "rebuild", "partner_mood_state"])
         .env("GHOST_CONFIG_DIR", repo_config_dir())

@@ -78,8 +78,9 @@ impl EventLog {
         } else {
             outcome.events.iter().collect()
         };
-        for event in to_publish {
-            match self.bus.publish_event(event).await {
+        let results = self.bus.publish_events(&to_publish).await;
+        for (event, result) in to_publish.iter().zip(results) {
+            match result {
                 Ok(()) => {
                     let _ = self.published.send(event.position);
                 }

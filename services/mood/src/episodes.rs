@@ -10,8 +10,8 @@ use tracing::warn;
 
 use crate::mood::{Episode, MoodProjection};
 
-/// Projects `AssistantReplied` (with an affect) and `AffectReflected` into
-/// `partner_mood_state`.
+/// Projects `AssistantReplied` (with an affect) and `AffectReflected` into `mood_episodes`
+/// (the window) and `partner_mood_state` (a row per persona).
 #[derive(Debug, Clone)]
 pub struct MoodEpisodes {
     constants: MoodConstants,
@@ -42,22 +42,35 @@ impl MoodEpisodes {
         Self { constants }
     }
 
-    /// A persona's window as stored (empty when it has none yet).
+    /// A persona's window as stored (empty when it has none yet), oldest first.
     pub async fn load<'e>(
         &self,
         executor: impl PgExecutor<'e>,
         persona: &str,
     ) -> Result<MoodProjection, ProjectionError> {
-        let row = sqlx::query("SELECT episodes FROM partner_mood_state WHERE persona = $1")
-            .bind(persona)
-            .fetch_optional(executor)
-            .await?;
-        let episodes: Vec<Episode> = match row {
-            Some(r) => {
-                serde_json::from_value(r.try_get("episodes")?).map_err(|e| corrupt(persona, e))?
-            }
-            None => Vec::new(),
-        };
+        let rows = sqlx::query(
+            "SELECT at, label, intensity, salience, confidence, policy FROM mood_episodes \
+             WHERE persona = $1 ORDER BY at, position",
+        )
+        .bind(persona)
+        .fetch_all(executor)
+        .await?;
+        let mut episodes = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let label: String = r.try_get("label")?;
+            let policy: Option<serde_json::Value> = r.try_get("policy")?;
+            episodes.push(Episode {
+                at: r.try_get("at")?,
+                label: label.parse().map_err(|e| corrupt(persona, e))?,
+                intensity: r.try_get("intensity")?,
+                salience: r.try_get("salience")?,
+                confidence: r.try_get("confidence")?,
+                policy: policy
+                    .map(serde_json::from_value)
+                    .transpose()
+                    .map_err(|e| corrupt(persona, e))?,
+            });
+        }
         MoodProjection::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
     }
 }
@@ -103,25 +116,44 @@ impl Projection for MoodEpisodes {
             }
             _ => return Ok(()),
         };
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('partner_mood_state:' || $1))")
-            .bind(&persona)
-            .execute(&mut **tx)
-            .await?;
-        let mut window = self.load(&mut **tx, &persona).await?;
-        if let Err(e) = window.apply(episode) {
+        if let Err(e) = episode.validate() {
             // A malformed episode never stops the projection; it simply does not count.
             warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
             return Ok(());
         }
-        let episodes: Vec<&Episode> = window.episodes().collect();
         sqlx::query(
-            "INSERT INTO partner_mood_state (persona, episodes, episode_count, last_event_id, updated_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (persona) DO UPDATE SET \
-             episodes = $2, episode_count = $3, last_event_id = $4, updated_at = $5",
+            "INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
         )
         .bind(&persona)
-        .bind(serde_json::to_value(&episodes).map_err(|e| corrupt(&persona, e))?)
-        .bind(episodes.len() as i32)
+        .bind(event.position)
+        .bind(episode.at)
+        .bind(episode.label.as_str())
+        .bind(episode.intensity)
+        .bind(episode.salience)
+        .bind(episode.confidence)
+        .bind(episode.policy.map(|p| serde_json::to_value(p).unwrap_or_default()))
+        .execute(&mut **tx)
+        .await?;
+        // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
+        // in-memory window does.
+        let keep = self.constants.max_episodes as i64;
+        sqlx::query(
+            "DELETE FROM mood_episodes WHERE persona = $1 AND (at, position) < \
+             (SELECT at, position FROM mood_episodes WHERE persona = $1 \
+              ORDER BY at DESC, position DESC OFFSET $2 LIMIT 1)",
+        )
+        .bind(&persona)
+        .bind(keep - 1)
+        .execute(&mut **tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO partner_mood_state (persona, episode_count, last_event_id, updated_at) \
+             SELECT $1, count(*), $2, $3 FROM mood_episodes WHERE persona = $1 \
+             ON CONFLICT (persona) DO UPDATE SET episode_count = EXCLUDED.episode_count, \
+             last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at",
+        )
+        .bind(&persona)
         .bind(event.event_id)
         .bind(event.recorded_at)
         .execute(&mut **tx)

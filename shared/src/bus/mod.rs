@@ -190,6 +190,33 @@ impl Bus {
     /// Publishes a committed event to JetStream and waits for the server's acknowledgement.
     /// The event id is the `Nats-Msg-Id`, so publishing twice delivers once.
     pub async fn publish_event(&self, event: &RecordedEvent) -> Result<(), BusError> {
+        self.publish_events(&[event]).await.remove(0)
+    }
+
+    /// Publishes several committed events in order, then waits for all acknowledgements
+    /// (one round trip for the batch instead of one per event). One result per event.
+    pub async fn publish_events(&self, events: &[&RecordedEvent]) -> Vec<Result<(), BusError>> {
+        let mut pending = Vec::with_capacity(events.len());
+        for event in events {
+            pending.push(self.send_event(event).await);
+        }
+        let mut results = Vec::with_capacity(events.len());
+        for p in pending {
+            results.push(match p {
+                Ok(ack) => ack
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| BusError::JetStream(e.to_string())),
+                Err(e) => Err(e),
+            });
+        }
+        results
+    }
+
+    async fn send_event(
+        &self,
+        event: &RecordedEvent,
+    ) -> Result<jetstream::context::PublishAckFuture, BusError> {
         let mut headers = HeaderMap::new();
         headers.insert(
             async_nats::header::NATS_MESSAGE_ID,
@@ -205,10 +232,7 @@ impl Bus {
         self.js
             .publish_with_headers(self.event_subject(event), headers, payload)
             .await
-            .map_err(|e| BusError::JetStream(e.to_string()))?
-            .await
-            .map_err(|e| BusError::JetStream(e.to_string()))?;
-        Ok(())
+            .map_err(|e| BusError::JetStream(e.to_string()))
     }
 
     /// Publishes on core NATS (may be lost; for token streams and monitors), carrying the
