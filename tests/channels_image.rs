@@ -3,44 +3,21 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
 use ghost_shared::fake_llm::{Failure, Script};
 use ghost_shared::testing::eventually;
 use serde_json::{json, Value};
+use support::logs::LogCapture;
 use support::platforms::ChannelApp;
 
 /// Every JSON log line of this test binary.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Capture {
-        self.clone()
-    }
-}
-
-fn capture() -> &'static Capture {
-    static CAP: OnceLock<Capture> = OnceLock::new();
+fn capture() -> &'static LogCapture {
+    static CAP: OnceLock<LogCapture> = OnceLock::new();
     CAP.get_or_init(|| {
-        let cap = Capture::default();
+        let cap = LogCapture::default();
         let sub = tracing_subscriber::fmt()
             .json()
             .with_writer(cap.clone())
@@ -53,12 +30,8 @@ fn capture() -> &'static Capture {
 
 /// `fields` of every `provider.http` line with `message` about `source_path`.
 fn audit_lines(message: &str, source_path: &str) -> Vec<Value> {
-    let raw = capture()
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    String::from_utf8_lossy(&raw)
+    capture()
+        .text()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["target"] == "provider.http" && v["fields"]["message"] == message)

@@ -5,46 +5,12 @@
 mod routing_support;
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ghost_router::projections::RoutingLogProjection;
 use ghost_shared::testing::eventually;
 use routing_support::{RoutingApp, Scripts};
-use tracing_subscriber::fmt::MakeWriter;
-
-/// A writer appending to a shared buffer.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
+use support::logs::LogCapture;
 
 const SECRETS: [&str; 7] = [
     "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456",
@@ -60,7 +26,7 @@ const REQUEST: &str = "/code このPythonを直して\n```python\nAPI_KEY = \"sk
 
 #[tokio::test]
 async fn planted_secrets_never_reach_the_cloud_or_the_logs() {
-    let capture = Capture::default();
+    let capture = LogCapture::default();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(
             "info,ghost=debug,ghost_shared=debug,ghost_router=debug,ghost_worker=debug,\

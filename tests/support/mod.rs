@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod logs;
 pub mod platforms;
 
 use std::process::Stdio;
