@@ -205,3 +205,26 @@ pub fn user_message(id: Uuid, text: &str) -> crate::event::NewEvent {
     };
     origin_event(id, &payload)
 }
+
+/// The embedded model's default GGUF file for tests that run the real model: prepared (and
+/// cached outside the clone) by `deploy/model.sh`, which this runs once per process when
+/// the file is not there yet (it takes a lock, so parallel test binaries fetch it once).
+pub fn embedded_model_file() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+        let output = std::process::Command::new("bash")
+            .arg(root.join("deploy/model.sh"))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run deploy/model.sh: {e}"));
+        assert!(
+            output.status.success(),
+            "deploy/model.sh failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+        assert!(path.is_file(), "deploy/model.sh printed {}", path.display());
+        path
+    })
+    .clone()
+}

@@ -6,6 +6,7 @@
 
 mod channels;
 mod env;
+mod model;
 mod secrets;
 mod settings;
 mod stage;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
+pub use model::{ModelSettings, DEFAULT_MODEL_FILE};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
 pub use stage::StageSettings;

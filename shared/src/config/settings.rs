@@ -41,6 +41,8 @@ pub struct GhostSettings {
     pub routing: RoutingSettings,
     /// The mood computation and how the persona asks for it.
     pub mood: MoodSettings,
+    /// The embedded model server.
+    pub model: super::model::ModelSettings,
 }
 
 /// `mood:`.
@@ -332,6 +334,7 @@ impl GhostSettings {
             validate_llm(&format!("llm.{role}"), llm)?;
         }
         self.stage.validate()?;
+        self.model.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",

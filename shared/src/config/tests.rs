@@ -137,3 +137,33 @@ fn routing_entry_modes_are_validated_and_default_per_channel() {
     bad.entry_modes.insert("irc".into(), "router".into());
     assert!(bad.validate().is_err());
 }
+
+#[test]
+fn the_embedded_model_section_is_checked_and_overridable() {
+    let c = load(GHOST, &[]).unwrap();
+    assert!(!c.ghost.model.enabled);
+    assert_eq!(c.ghost.model.listen, "127.0.0.1:8090");
+    let c = load(
+        GHOST,
+        &[
+            ("GHOST_MODEL__ENABLED", "true"),
+            ("GHOST_MODEL__THREADS", "1"),
+        ],
+    )
+    .unwrap();
+    assert!(c.ghost.model.enabled);
+    assert_eq!(c.ghost.model.threads, 1);
+    for (var, value, key) in [
+        ("GHOST_MODEL__LISTEN", "localhost", "model.listen"),
+        ("GHOST_MODEL__THREADS", "0", "model.threads"),
+        ("GHOST_MODEL__CONTEXT_SIZE", "10", "model.context_size"),
+        ("GHOST_MODEL__MAX_TOKENS", "4096", "model.max_tokens"),
+        ("GHOST_MODEL__QUEUE_DEPTH", "0", "model.queue_depth"),
+        ("GHOST_MODEL__NAME", " ", "model.name"),
+    ] {
+        let err = load(GHOST, &[(var, value)]).unwrap_err();
+        assert!(err.to_string().starts_with(key), "{var}={value}: {err}");
+    }
+    let err = load(&format!("{GHOST}model:\n  thread: 2\n"), &[]).unwrap_err();
+    assert!(err.to_string().contains("thread"), "{err}");
+}

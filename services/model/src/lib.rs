@@ -1,0 +1,64 @@
+//! The embedded model server (`ghost run model`): an OpenAI-compatible
+//! `/v1/chat/completions` (streaming and not) over a GGUF file on the CPU, so that a machine
+//! without Ollama still gets real replies. It runs llama.cpp through `llama-cpp-2`: the
+//! GGUF's own tokenizer and chat template, no Python, no other runtime.
+//!
+//! One model, one warm context, one request at a time: concurrent requests wait in a
+//! bounded queue (one more than `model.queue_depth` gets 503); a prompt larger than the
+//! context gets 400 `context_length_exceeded`. It needs neither Postgres nor NATS.
+//!
+//! - [`engine`]: the inference thread (model, context, prompt cache, sampling);
+//! - [`api`]: the wire format (request checks, replies, stream chunks);
+//! - [`server`]: the HTTP routes;
+//! - [`text`]: token bytes to text deltas (split UTF-8, stop sequences).
+
+pub mod api;
+pub mod engine;
+pub mod server;
+pub mod text;
+
+use std::sync::Arc;
+
+use ghost_shared::config::Config;
+use ghost_shared::service::{ServiceError, ServiceHandle};
+
+pub use engine::{Engine, EngineConfig, EngineError};
+
+/// This service's name.
+pub const SERVICE: &str = "model";
+
+/// Loads the model of `model:` (path relative to the repository root), warms it up and
+/// serves it on `model.listen`.
+pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
+    let settings = &config.ghost.model;
+    let path = config.resolve(&settings.path);
+    let engine = Engine::start(EngineConfig {
+        path,
+        threads: settings.threads,
+        context_size: settings.context_size,
+        max_tokens: settings.max_tokens,
+        batch_size: settings.batch_size,
+        queue_depth: settings.queue_depth,
+    })
+    .await
+    .map_err(|e| ServiceError::Config(format!("model: {e}")))?;
+    let listener = tokio::net::TcpListener::bind(&settings.listen)
+        .await
+        .map_err(|e| ServiceError::Config(format!("model.listen {}: {e}", settings.listen)))?;
+    let addr = listener.local_addr()?;
+    let info = engine.info();
+    tracing::info!(
+        %addr, model = %settings.name, context = info.context_size,
+        trained_context = info.trained_context, parameters = info.parameters,
+        own_chat_template = info.own_template, threads = settings.threads,
+        "embedded model ready"
+    );
+    let app = server::router(server::AppState {
+        engine,
+        name: Arc::from(settings.name.as_str()),
+    });
+    let mut handle = ServiceHandle::new(SERVICE);
+    handle.addr = Some(addr);
+    handle.spawn(async move { axum::serve(listener, app).await });
+    Ok(handle)
+}

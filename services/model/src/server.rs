@@ -1,0 +1,154 @@
+//! HTTP: `POST /v1/chat/completions` (streaming and not), `GET /v1/models`, `GET /healthz`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::{Stream, StreamExt};
+use serde_json::{json, Value};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use crate::api::{parse_request, ApiError, Completion};
+use crate::engine::{Engine, Piece, Rejected};
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// The inference thread.
+    pub engine: Engine,
+    /// The model id requests must name.
+    pub name: Arc<str>,
+}
+
+/// The routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .route("/chat/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/healthz", get(health))
+        .with_state(state)
+}
+
+fn error_response(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, Json(e.body())).into_response()
+}
+
+fn rejected(e: Rejected) -> ApiError {
+    let message = e.to_string();
+    match e {
+        Rejected::TooLong { .. } => ApiError::invalid("context_length_exceeded", message),
+        Rejected::Template(_) => ApiError::invalid("invalid_content", message),
+        Rejected::QueueFull(_) => ApiError {
+            status: 503,
+            kind: "server_error",
+            code: "queue_full",
+            message,
+        },
+        Rejected::Stopped => ApiError {
+            status: 503,
+            kind: "server_error",
+            code: "engine_stopped",
+            message,
+        },
+    }
+}
+
+async fn completions(State(app): State<AppState>, body: Bytes) -> Response {
+    let request = match parse_request(&body, &app.name) {
+        Ok(r) => r,
+        Err(e) => return error_response(&e),
+    };
+    if request.dropped_images > 0 {
+        tracing::warn!(
+            images = request.dropped_images,
+            "the embedded model reads text only: image parts dropped"
+        );
+    }
+    let reply = match app.engine.generate(request.generate).await {
+        Ok(r) => r,
+        Err(e) => {
+            let e = rejected(e);
+            tracing::warn!(code = e.code, "{}", e.message);
+            return error_response(&e);
+        }
+    };
+    let completion = Completion::new(&app.name);
+    if request.stream {
+        let events = stream_events(completion, reply.pieces, request.include_usage);
+        return Sse::new(events).into_response();
+    }
+    let mut text = String::new();
+    let mut pieces = reply.pieces;
+    while let Some(piece) = pieces.recv().await {
+        match piece {
+            Piece::Text(t) => text.push_str(&t),
+            Piece::Done { finish, usage } => {
+                return Json(completion.reply(&text, finish, &usage)).into_response()
+            }
+            Piece::Failed(reason) => return error_response(&generation_failed(reason)),
+        }
+    }
+    error_response(&generation_failed("the engine dropped the reply".into()))
+}
+
+fn generation_failed(reason: String) -> ApiError {
+    ApiError {
+        status: 500,
+        kind: "server_error",
+        code: "generation_failed",
+        message: reason,
+    }
+}
+
+fn data(v: &Value) -> Result<Event, Infallible> {
+    Ok(Event::default().data(v.to_string()))
+}
+
+/// The SSE body: a role chunk, one chunk per text piece, the finish chunk, the usage
+/// chunk when asked for, and `[DONE]`; a failure ends it with an in-band error instead.
+fn stream_events(
+    completion: Completion,
+    pieces: tokio::sync::mpsc::UnboundedReceiver<Piece>,
+    include_usage: bool,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let first = data(&completion.chunk(json!({"role": "assistant", "content": ""}), None));
+    let rest = UnboundedReceiverStream::new(pieces).flat_map(move |piece| {
+        let events = match piece {
+            Piece::Text(t) => vec![data(&completion.chunk(json!({ "content": t }), None))],
+            Piece::Done { finish, usage } => {
+                let mut v = vec![data(&completion.chunk(json!({}), Some(finish)))];
+                if include_usage {
+                    v.push(data(&completion.usage_chunk(&usage)));
+                }
+                v.push(Ok(Event::default().data("[DONE]")));
+                v
+            }
+            Piece::Failed(reason) => vec![data(&generation_failed(reason).body())],
+        };
+        futures::stream::iter(events)
+    });
+    futures::stream::iter([first]).chain(rest)
+}
+
+async fn models(State(app): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": &*app.name, "object": "model", "created": 0, "owned_by": "ghost"}],
+    }))
+}
+
+async fn health(State(app): State<AppState>) -> Json<Value> {
+    let info = app.engine.info();
+    Json(json!({
+        "status": "ok", "model": &*app.name, "context_size": info.context_size,
+        "parameters": info.parameters,
+    }))
+}
