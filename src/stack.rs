@@ -23,6 +23,9 @@ pub enum ServiceName {
     Mood,
     /// CODE on the cloud model.
     Coder,
+    /// The embedded model server (needs neither Postgres nor NATS; `ghost up` starts it
+    /// first when `model.enabled`).
+    Model,
 }
 
 impl ServiceName {
@@ -45,7 +48,19 @@ impl ServiceName {
             ServiceName::Persona => ghost_persona::SERVICE,
             ServiceName::Mood => ghost_mood::SERVICE,
             ServiceName::Coder => ghost_coder::SERVICE,
+            ServiceName::Model => ghost_model::SERVICE,
         }
+    }
+
+    /// What `ghost up` runs: the embedded model first when the configuration asks for it,
+    /// then every service.
+    pub fn up(config: &Config) -> Vec<ServiceName> {
+        let mut services = Vec::new();
+        if config.ghost.model.enabled {
+            services.push(ServiceName::Model);
+        }
+        services.extend(ServiceName::ALL);
+        services
     }
 }
 
@@ -62,7 +77,12 @@ pub struct Stack {
 impl Stack {
     /// The gateway's address, if it runs here.
     pub fn gateway_addr(&self) -> Option<std::net::SocketAddr> {
-        self.services.iter().find_map(|s| s.addr)
+        self.service(ServiceName::Gateway).and_then(|s| s.addr)
+    }
+
+    /// The embedded model server's address, if it runs here.
+    pub fn model_addr(&self) -> Option<std::net::SocketAddr> {
+        self.service(ServiceName::Model).and_then(|s| s.addr)
     }
 
     /// The handle of one service.
@@ -99,6 +119,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
             ServiceName::Persona => ghost_persona::start(sctx).await,
             ServiceName::Mood => ghost_mood::start(sctx).await,
             ServiceName::Coder => ghost_coder::start(sctx).await,
+            ServiceName::Model => ghost_model::start(&ctx.config).await,
         };
         match handle {
             Ok(h) => handles.push(h),

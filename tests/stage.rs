@@ -5,22 +5,18 @@ mod support;
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use ghost::stack::{start_stack, ServiceName};
 use ghost::stage_load::cast_model_overrides;
-use ghost_shared::event::RecordedEvent;
 use ghost_shared::events::{
-    stage_stream, NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
+    NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
 use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
 use ghost_shared::testing::TestEnv;
 use serde_json::{json, Value};
-use support::{TestApp, TOKEN};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use support::stage::{connect, frames_until, is_active, send, speakers, stage_events};
+use support::TestApp;
 use tokio_tungstenite::tungstenite::Message;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 const CAST: [&str; 4] = ["kuro", "LUMINA", "CLARIS", "NOX"];
 
@@ -61,67 +57,6 @@ async fn spawn_with(
         http: reqwest::Client::new(),
         store,
     }
-}
-
-async fn connect(app: &TestApp, stage: &str) -> Ws {
-    let url = format!(
-        "{}/api/stage?stage_id={stage}",
-        app.base_url.replace("http://", "ws://")
-    );
-    let mut request = url.into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-    let (ws, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("websocket upgrade");
-    ws
-}
-
-async fn send(ws: &mut Ws, frame: Value) {
-    ws.send(Message::Text(frame.to_string().into()))
-        .await
-        .unwrap();
-}
-
-/// Frames until one satisfies `last` (included), with a hang guard.
-async fn frames_until(ws: &mut Ws, last: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let mut frames = Vec::new();
-    let read = async {
-        while let Some(message) = ws.next().await {
-            if let Message::Text(text) = message.expect("frame") {
-                let frame: Value = serde_json::from_str(&text).expect("JSON frame");
-                let done = last(&frame);
-                frames.push(frame);
-                if done {
-                    return;
-                }
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), read)
-        .await
-        .unwrap_or_else(|_| panic!("no closing frame; got {frames:#?}"));
-    frames
-}
-
-fn is_active(f: &Value) -> bool {
-    f["type"] == "status" && f["state"] == "active"
-}
-
-fn speakers(frames: &[Value]) -> Vec<String> {
-    frames
-        .iter()
-        .filter(|f| f["type"] == "message")
-        .map(|f| f["speaker"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-async fn stage_events(app: &TestApp, stage: &str) -> Vec<RecordedEvent> {
-    app.store
-        .read_stream(&stage_stream(stage), 0)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 
 pub mod logs;
 pub mod platforms;
+pub mod stage;
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -57,10 +58,21 @@ impl TestApp {
 
     /// Only `services` in-process (others may run as child processes).
     pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> TestApp {
+        Self::spawn_adjusted(services, extra, |_| {}).await
+    }
+
+    /// Only `services` in-process, with the configuration changed by `adjust` after the
+    /// overrides (for values an environment variable cannot express, such as lists).
+    pub async fn spawn_adjusted(
+        services: &[ServiceName],
+        extra: &[(&str, &str)],
+        adjust: impl FnOnce(&mut ghost_shared::config::Config),
+    ) -> TestApp {
         let llm = FakeLlm::start().await.expect("fake llm");
         // Unscripted worker calls (reflections on replies without a trailer) get a calm affect.
         llm.set_default_for_model(WORKER_MODEL, Script::reply(NEUTRAL_AFFECT));
-        let env = TestEnv::new(&llm.base_url(), extra).await;
+        let mut env = TestEnv::new(&llm.base_url(), extra).await;
+        adjust(&mut env.config);
         let store = env.store().await;
         let stack = start_stack(env.config.clone(), services)
             .await
@@ -98,6 +110,12 @@ impl TestApp {
 
     /// A chat turn; all SSE events until the stream closes.
     pub async fn chat(&self, session: &str, text: &str) -> Vec<SseEvent> {
+        self.chat_within(session, text, Duration::from_secs(60))
+            .await
+    }
+
+    /// A chat turn with a hang guard of `limit` (a real model on a busy machine is slow).
+    pub async fn chat_within(&self, session: &str, text: &str, limit: Duration) -> Vec<SseEvent> {
         let body = serde_json::json!({ "session_id": session, "text": text }).to_string();
         let response = self.post_chat_raw(body, Some(TOKEN)).await;
         assert_eq!(
@@ -106,7 +124,7 @@ impl TestApp {
             "chat answered {}",
             response.status()
         );
-        read_sse(response).await
+        read_sse_within(response, limit).await
     }
 
     /// Queues the persona's next reply.
@@ -186,6 +204,11 @@ impl TestApp {
 
 /// Reads a whole SSE response.
 pub async fn read_sse(response: reqwest::Response) -> Vec<SseEvent> {
+    read_sse_within(response, Duration::from_secs(60)).await
+}
+
+/// Reads a whole SSE response, with a hang guard of `limit`.
+pub async fn read_sse_within(response: reqwest::Response, limit: Duration) -> Vec<SseEvent> {
     let mut events = Vec::new();
     let mut buffer = String::new();
     let mut body = response.bytes_stream();
@@ -204,7 +227,7 @@ pub async fn read_sse(response: reqwest::Response) -> Vec<SseEvent> {
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(60), read)
+    tokio::time::timeout(limit, read)
         .await
         .expect("SSE stream ended in time");
     events

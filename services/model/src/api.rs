@@ -117,47 +117,58 @@ pub fn parse_request(body: &[u8], model_name: &str) -> Result<ChatRequest, ApiEr
     let mut turns = Vec::with_capacity(messages.len());
     let mut dropped_images = 0;
     for (i, m) in messages.into_iter().enumerate() {
-        if !matches!(m.role.as_str(), "system" | "developer" | "user" | "assistant") {
+        if !matches!(
+            m.role.as_str(),
+            "system" | "developer" | "user" | "assistant"
+        ) {
             return Err(ApiError::invalid(
                 "invalid_role",
-                format!("messages[{i}].role {:?} is not system, user or assistant", m.role),
+                format!(
+                    "messages[{i}].role {:?} is not system, user or assistant",
+                    m.role
+                ),
             ));
         }
-        let content = match m.content {
-            None => String::new(),
-            Some(Content::Text(t)) => t,
-            Some(Content::Parts(parts)) => {
-                let mut texts = Vec::new();
-                for (j, part) in parts.iter().enumerate() {
-                    match part.get("type").and_then(Value::as_str) {
-                        Some("text") => match part.get("text").and_then(Value::as_str) {
-                            Some(t) => texts.push(t.to_owned()),
-                            None => {
-                                return Err(ApiError::invalid(
-                                    "invalid_content",
-                                    format!("messages[{i}].content[{j}].text must be a string"),
-                                ))
-                            }
-                        },
-                        Some("image_url") => dropped_images += 1,
-                        _ => {
-                            return Err(ApiError::invalid(
+        let content =
+            match m.content {
+                None => String::new(),
+                Some(Content::Text(t)) => t,
+                Some(Content::Parts(parts)) => {
+                    let mut texts = Vec::new();
+                    for (j, part) in parts.iter().enumerate() {
+                        match part.get("type").and_then(Value::as_str) {
+                            Some("text") => match part.get("text").and_then(Value::as_str) {
+                                Some(t) => texts.push(t.to_owned()),
+                                None => {
+                                    return Err(ApiError::invalid(
+                                        "invalid_content",
+                                        format!("messages[{i}].content[{j}].text must be a string"),
+                                    ))
+                                }
+                            },
+                            Some("image_url") => dropped_images += 1,
+                            _ => return Err(ApiError::invalid(
                                 "invalid_content",
-                                format!("messages[{i}].content[{j}] is not a text or image_url part"),
-                            ))
+                                format!(
+                                    "messages[{i}].content[{j}] is not a text or image_url part"
+                                ),
+                            )),
                         }
                     }
+                    texts.join("\n")
                 }
-                texts.join("\n")
-            }
-        };
+            };
         if content.contains('\0') {
             return Err(ApiError::invalid(
                 "invalid_content",
                 format!("messages[{i}].content contains a NUL character"),
             ));
         }
-        let role = if m.role == "developer" { "system".into() } else { m.role };
+        let role = if m.role == "developer" {
+            "system".into()
+        } else {
+            m.role
+        };
         turns.push(Turn { role, content });
     }
     if raw.n.is_some_and(|n| n != 1) {
@@ -165,22 +176,34 @@ pub fn parse_request(body: &[u8], model_name: &str) -> Result<ChatRequest, ApiEr
     }
     let max_tokens = raw.max_completion_tokens.or(raw.max_tokens);
     if max_tokens == Some(0) {
-        return Err(ApiError::invalid("invalid_max_tokens", "max_tokens must be at least 1"));
+        return Err(ApiError::invalid(
+            "invalid_max_tokens",
+            "max_tokens must be at least 1",
+        ));
     }
     let temperature = raw.temperature.unwrap_or(1.0);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(ApiError::invalid("invalid_temperature", "temperature must be within 0..=2"));
+        return Err(ApiError::invalid(
+            "invalid_temperature",
+            "temperature must be within 0..=2",
+        ));
     }
     let top_p = raw.top_p.unwrap_or(1.0);
     if !(top_p > 0.0 && top_p <= 1.0) {
-        return Err(ApiError::invalid("invalid_top_p", "top_p must be within (0, 1]"));
+        return Err(ApiError::invalid(
+            "invalid_top_p",
+            "top_p must be within (0, 1]",
+        ));
     }
     let stop = match raw.stop {
         None => Vec::new(),
         Some(Stop::One(s)) => vec![s],
         Some(Stop::Many(v)) if v.len() <= 4 => v,
         Some(Stop::Many(_)) => {
-            return Err(ApiError::invalid("invalid_stop", "at most 4 stop sequences"))
+            return Err(ApiError::invalid(
+                "invalid_stop",
+                "at most 4 stop sequences",
+            ))
         }
     };
     let seed = match raw.seed {
@@ -298,16 +321,56 @@ mod tests {
     fn bad_requests_get_a_clear_error() {
         let cases = [
             (json!({"model": "m"}), 400, "missing_messages"),
-            (json!({"messages": [{"role": "user", "content": "x"}]}), 400, "missing_model"),
-            (json!({"model": "other", "messages": [{"role": "user", "content": "x"}]}), 404, "model_not_found"),
-            (json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}), 400, "invalid_role"),
-            (json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "audio"}]}]}), 400, "invalid_content"),
-            (json!({"model": "m", "messages": [{"role": "user", "content": "a\u{0}b"}]}), 400, "invalid_content"),
-            (json!({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}), 400, "invalid_max_tokens"),
-            (json!({"model": "m", "temperature": 3, "messages": [{"role": "user", "content": "x"}]}), 400, "invalid_temperature"),
-            (json!({"model": "m", "top_p": 0, "messages": [{"role": "user", "content": "x"}]}), 400, "invalid_top_p"),
-            (json!({"model": "m", "n": 2, "messages": [{"role": "user", "content": "x"}]}), 400, "invalid_n"),
-            (json!({"model": "m", "stop": ["a","b","c","d","e"], "messages": [{"role": "user", "content": "x"}]}), 400, "invalid_stop"),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "missing_model",
+            ),
+            (
+                json!({"model": "other", "messages": [{"role": "user", "content": "x"}]}),
+                404,
+                "model_not_found",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}),
+                400,
+                "invalid_role",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "audio"}]}]}),
+                400,
+                "invalid_content",
+            ),
+            (
+                json!({"model": "m", "messages": [{"role": "user", "content": "a\u{0}b"}]}),
+                400,
+                "invalid_content",
+            ),
+            (
+                json!({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "invalid_max_tokens",
+            ),
+            (
+                json!({"model": "m", "temperature": 3, "messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "invalid_temperature",
+            ),
+            (
+                json!({"model": "m", "top_p": 0, "messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "invalid_top_p",
+            ),
+            (
+                json!({"model": "m", "n": 2, "messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "invalid_n",
+            ),
+            (
+                json!({"model": "m", "stop": ["a","b","c","d","e"], "messages": [{"role": "user", "content": "x"}]}),
+                400,
+                "invalid_stop",
+            ),
         ];
         for (body, status, code) in cases {
             let e = parse(body.clone()).unwrap_err();

@@ -423,7 +423,9 @@ impl Worker<'_> {
             for (i, token) in chunk.iter().enumerate() {
                 let pos = i32::try_from(start + i).map_err(|e| e.to_string())?;
                 let last = start + i + 1 == prompt.len();
-                batch.add(*token, pos, &[0], last).map_err(|e| e.to_string())?;
+                batch
+                    .add(*token, pos, &[0], last)
+                    .map_err(|e| e.to_string())?;
             }
             ctx.decode(&mut batch).map_err(|e| {
                 self.cached.clear();
@@ -495,7 +497,9 @@ impl Worker<'_> {
             }
             batch.clear();
             let pos = i32::try_from(self.cached.len()).map_err(|e| e.to_string())?;
-            batch.add(token, pos, &[0], true).map_err(|e| e.to_string())?;
+            batch
+                .add(token, pos, &[0], true)
+                .map_err(|e| e.to_string())?;
             ctx.decode(&mut batch).map_err(|e| e.to_string())?;
             self.cached.push(token);
         }

@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 
 use futures::StreamExt;
 use ghost_shared::config::Config;
-use ghost_shared::llm::{ChatMessage, GenerationOptions, LlmClient, LlmError, LlmRoleConfig, Provider};
+use ghost_shared::llm::{
+    ChatMessage, GenerationOptions, LlmClient, LlmError, LlmRoleConfig, Provider,
+};
 use ghost_shared::testing::{embedded_model_file, repo_config_dir};
 use serde_json::{json, Value};
 
@@ -24,6 +26,9 @@ fn server() -> &'static str {
             ("GHOST_MODEL__NAME".to_owned(), NAME.to_owned()),
             ("GHOST_MODEL__CONTEXT_SIZE".to_owned(), "2048".to_owned()),
             ("GHOST_MODEL__MAX_TOKENS".to_owned(), "256".to_owned()),
+            // The tests share the two cores with whatever else runs; llama.cpp's threads
+            // spin-wait for each other, so one thread is the robust choice here.
+            ("GHOST_MODEL__THREADS".to_owned(), "1".to_owned()),
         ];
         let config = Config::load(&repo_config_dir(), vars).expect("config");
         let (tx, rx) = std::sync::mpsc::channel();
@@ -31,7 +36,8 @@ fn server() -> &'static str {
             let runtime = tokio::runtime::Runtime::new().expect("runtime");
             runtime.block_on(async move {
                 let handle = ghost_model::start(&config).await.expect("model server");
-                tx.send(format!("http://{}", handle.addr.expect("addr"))).unwrap();
+                tx.send(format!("http://{}", handle.addr.expect("addr")))
+                    .unwrap();
                 handle.wait().await;
             });
         });
@@ -92,7 +98,10 @@ fn greeting_body(extra: Value) -> Value {
 
 #[tokio::test]
 async fn non_streaming_reply_honours_max_tokens() {
-    let text = client(Some(3), None).chat(&greeting()).await.expect("reply");
+    let text = client(Some(3), None)
+        .chat(&greeting())
+        .await
+        .expect("reply");
     assert!(!text.trim().is_empty());
     let (status, body) = raw(greeting_body(json!({"max_tokens": 3}))).await;
     assert_eq!(status, 200, "{body}");
@@ -117,7 +126,10 @@ async fn a_streamed_reply_stops_at_the_end_of_the_turn() {
     let text: String = deltas.concat();
     assert!(deltas.len() > 1, "streamed in pieces: {deltas:?}");
     assert!(!text.trim().is_empty());
-    assert!(!text.contains("<|im_end|>") && !text.contains("<|im_start|>"), "{text:?}");
+    assert!(
+        !text.contains("<|im_end|>") && !text.contains("<|im_start|>"),
+        "{text:?}"
+    );
     // The same request unstreamed: the model ended its turn before the cap.
     let (status, body) = raw(greeting_body(json!({"max_tokens": 200}))).await;
     assert_eq!(status, 200, "{body}");
@@ -151,17 +163,27 @@ async fn the_raw_stream_has_a_role_chunk_a_finish_chunk_usage_and_done() {
         .map(|d| serde_json::from_str(d).expect("JSON chunk"))
         .collect();
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
-    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
     let finish = &chunks[chunks.len() - 2];
     assert_eq!(finish["choices"][0]["finish_reason"], "length");
     let usage = &chunks[chunks.len() - 1];
     assert_eq!(usage["usage"]["completion_tokens"], 5);
-    assert!(usage["usage"]["prompt_tokens"].as_u64().expect("prompt tokens") > 10);
+    assert!(
+        usage["usage"]["prompt_tokens"]
+            .as_u64()
+            .expect("prompt tokens")
+            > 10
+    );
 }
 
 #[tokio::test]
 async fn a_stop_sequence_ends_the_reply_before_it() {
-    let full = client(Some(40), None).chat(&greeting()).await.expect("reply");
+    let full = client(Some(40), None)
+        .chat(&greeting())
+        .await
+        .expect("reply");
     let words: Vec<&str> = full.split_whitespace().collect();
     assert!(words.len() >= 3, "a reply long enough to cut: {full:?}");
     let stop = format!(" {}", words[2]);
@@ -189,7 +211,11 @@ async fn a_prompt_larger_than_the_context_gets_400_and_the_server_goes_on() {
         }
         other => panic!("expected 400, got {other:?}"),
     }
-    assert!(!client(Some(2), None).chat(&greeting()).await.unwrap().is_empty());
+    assert!(!client(Some(2), None)
+        .chat(&greeting())
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]
@@ -205,7 +231,8 @@ async fn the_model_list_names_the_model_and_other_names_get_404() {
     let c = client(None, None);
     let names = c.models().await.expect("models");
     assert!(c.model_listed(&names), "{names:?}");
-    let (status, body) = raw(json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let (status, body) =
+        raw(json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(status, 404);
     assert_eq!(body["error"]["code"], "model_not_found");
     let (status, body) = raw(json!({"model": NAME, "messages": []})).await;

@@ -184,6 +184,46 @@ impl LlmClient {
         }
     }
 
+    /// The models the server offers: Ollama `GET /api/tags` (`models[].name`), OpenAI
+    /// `GET /v1/models` (`data[].id`); bounded like [`LlmClient::probe`].
+    pub async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let limit = PROBE_TIMEOUT.min(self.timeout());
+        let mut req = self.http.get(&self.probe_url);
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        let deadline = Instant::now() + limit;
+        let resp = match timeout_at(deadline, req.send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(send_error(e, limit)),
+            Err(_) => return Err(LlmError::Timeout { after: limit }),
+        };
+        if !resp.status().is_success() {
+            return Err(status_error(resp, deadline).await);
+        }
+        let bytes = match timeout_at(deadline, resp.bytes()).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => return Err(body_error(e, limit)),
+            Err(_) => return Err(LlmError::Timeout { after: limit }),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::MalformedStream(format!("invalid model list ({e}): {}", preview(&bytes)))
+        })?;
+        Ok(wire::model_names(self.cfg.provider, &v))
+    }
+
+    /// Whether `names` (from [`LlmClient::models`]) include this role's model; Ollama's
+    /// implicit `:latest` tag counts.
+    pub fn model_listed(&self, names: &[String]) -> bool {
+        let want = self.cfg.model.as_str();
+        names.iter().any(|n| {
+            n == want
+                || (self.cfg.provider == Provider::Ollama
+                    && (n.strip_suffix(":latest") == Some(want)
+                        || want.strip_suffix(":latest") == Some(n.as_str())))
+        })
+    }
+
     /// Resolves images (writing the "before request" audit) and builds the body.
     async fn prepare(&self, messages: &[ChatMessage], stream: bool) -> Result<Prepared, LlmError> {
         if messages.is_empty() {

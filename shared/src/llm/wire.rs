@@ -188,6 +188,24 @@ pub(crate) fn openai_reply(v: &Value) -> Result<String, LlmError> {
     }
 }
 
+/// Model names of a model list: Ollama `models[].name` (or `.model`), OpenAI `data[].id`.
+pub(crate) fn model_names(provider: super::config::Provider, v: &Value) -> Vec<String> {
+    let (list, keys): (&str, &[&str]) = match provider {
+        super::config::Provider::Ollama => ("models", &["name", "model"]),
+        super::config::Provider::Openai => ("data", &["id"]),
+    };
+    v.get(list)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|m| keys.iter().find_map(|k| m.get(*k).and_then(Value::as_str)))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +270,20 @@ mod tests {
         assert_eq!(b["seed"], 7);
         let bare = openai_body("m", &msgs(), &GenerationOptions::default(), false);
         assert!(bare.get("temperature").is_none());
+    }
+
+    #[test]
+    fn model_lists_of_both_formats() {
+        use super::super::config::Provider;
+        let ollama =
+            json!({"models": [{"name": "qwen2.5:7b-instruct"}, {"model": "llama3:latest"}, {}]});
+        assert_eq!(
+            model_names(Provider::Ollama, &ollama),
+            vec!["qwen2.5:7b-instruct", "llama3:latest"]
+        );
+        let openai = json!({"object": "list", "data": [{"id": "gpt-4.1-mini"}]});
+        assert_eq!(model_names(Provider::Openai, &openai), vec!["gpt-4.1-mini"]);
+        assert!(model_names(Provider::Openai, &json!({"oops": 1})).is_empty());
     }
 
     #[test]

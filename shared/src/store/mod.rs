@@ -86,6 +86,26 @@ impl EventStore {
         Ok(())
     }
 
+    /// The repository's migrations this database has not applied yet, as
+    /// `version_description` (all of them on a database never migrated).
+    pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
+        let applied: Vec<i64> =
+            match sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await
+            {
+                Ok(v) => v,
+                // 42P01: no migrations table yet.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
+        Ok(sqlx::migrate!("./migrations")
+            .iter()
+            .filter(|m| !applied.contains(&m.version))
+            .map(|m| format!("{}_{}", m.version, m.description))
+            .collect())
+    }
+
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
