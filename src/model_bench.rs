@@ -132,11 +132,29 @@ async fn one(http: &reqwest::Client, url: &str, args: &ModelBenchArgs, i: usize)
         }
     }
     let total = start.elapsed();
-    let usage = usage.context("the server sent no usage chunk (stream_options.include_usage)")?;
+    let ttft = ttft.context("no token came")?;
+    let (prompt_tokens, completion_tokens) = match usage {
+        Some(u) => (
+            u["prompt_tokens"].as_u64().unwrap_or(0),
+            u["completion_tokens"].as_u64().unwrap_or(chunks),
+        ),
+        // A server without `stream_options.include_usage`: the prompt's size from the
+        // same request unstreamed (one token), the reply's from the chunks (one per token).
+        None => (prompt_size(http, url, body).await?, chunks),
+    };
     Ok(Sample {
-        ttft: ttft.context("no token came")?,
+        ttft,
         total,
-        prompt_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
-        completion_tokens: usage["completion_tokens"].as_u64().unwrap_or(chunks),
+        prompt_tokens,
+        completion_tokens,
     })
+}
+
+async fn prompt_size(http: &reqwest::Client, url: &str, mut body: Value) -> Result<u64> {
+    body["stream"] = json!(false);
+    body["max_tokens"] = json!(1);
+    let reply: Value = http.post(url).json(&body).send().await?.json().await?;
+    reply["usage"]["prompt_tokens"]
+        .as_u64()
+        .context("the server reports no prompt_tokens")
 }

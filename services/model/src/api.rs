@@ -129,35 +129,36 @@ pub fn parse_request(body: &[u8], model_name: &str) -> Result<ChatRequest, ApiEr
                 ),
             ));
         }
-        let content =
-            match m.content {
-                None => String::new(),
-                Some(Content::Text(t)) => t,
-                Some(Content::Parts(parts)) => {
-                    let mut texts = Vec::new();
-                    for (j, part) in parts.iter().enumerate() {
-                        match part.get("type").and_then(Value::as_str) {
-                            Some("text") => match part.get("text").and_then(Value::as_str) {
-                                Some(t) => texts.push(t.to_owned()),
-                                None => {
-                                    return Err(ApiError::invalid(
-                                        "invalid_content",
-                                        format!("messages[{i}].content[{j}].text must be a string"),
-                                    ))
-                                }
-                            },
-                            Some("image_url") => dropped_images += 1,
-                            _ => return Err(ApiError::invalid(
+        let content = match m.content {
+            None => String::new(),
+            Some(Content::Text(t)) => t,
+            Some(Content::Parts(parts)) => {
+                let mut texts = Vec::new();
+                for (j, part) in parts.iter().enumerate() {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("text") => match part.get("text").and_then(Value::as_str) {
+                            Some(t) => texts.push(t.to_owned()),
+                            None => {
+                                return Err(ApiError::invalid(
+                                    "invalid_content",
+                                    format!("messages[{i}].content[{j}].text must be a string"),
+                                ))
+                            }
+                        },
+                        Some("image_url") => dropped_images += 1,
+                        _ => {
+                            return Err(ApiError::invalid(
                                 "invalid_content",
                                 format!(
                                     "messages[{i}].content[{j}] is not a text or image_url part"
                                 ),
-                            )),
+                            ))
                         }
                     }
-                    texts.join("\n")
                 }
-            };
+                texts.join("\n")
+            }
+        };
         if content.contains('\0') {
             return Err(ApiError::invalid(
                 "invalid_content",
