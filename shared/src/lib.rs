@@ -29,6 +29,7 @@ pub mod mood_api;
 pub mod net;
 pub mod projection;
 pub mod projections;
+pub mod routing;
 pub mod service;
 pub mod stage_signal;
 pub mod store;

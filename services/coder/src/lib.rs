@@ -75,7 +75,7 @@ pub struct Coder {
 impl EventHandler for Coder {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
-        if work.route != Route::Code.as_str() {
+        if work.route != Route::Code {
             return Ok(()); // the local worker's
         }
         for step in [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE] {
@@ -95,7 +95,7 @@ impl EventHandler for Coder {
             let failed = WorkerFailed {
                 session_id: work.session_id.clone(),
                 user_event_id: work.user_event_id,
-                route: work.route.clone(),
+                route: work.route,
                 code: code.to_owned(),
                 message,
             };
@@ -116,7 +116,7 @@ impl EventHandler for Coder {
                     let done = WorkerCompleted {
                         session_id: work.session_id.clone(),
                         user_event_id: work.user_event_id,
-                        route: work.route.clone(),
+                        route: work.route,
                         result,
                     };
                     NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)

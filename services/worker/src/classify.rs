@@ -12,10 +12,9 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
 
-use crate::{already_done, prompt};
+use ghost_shared::routing::DecisionOrigin;
 
-/// `mode` of Kuro's delegation decision (anything else is the classifier).
-const MODE_KURO: &str = "kuro";
+use crate::{already_done, prompt};
 
 /// Handles `ClassifyRequested`.
 pub struct Classifier {
@@ -75,7 +74,7 @@ impl EventHandler for Classifier {
             let replied = ClassifierReplied {
                 session_id: request.session_id.clone(),
                 user_event_id: request.user_event_id,
-                mode: request.mode.clone(),
+                mode: request.mode,
                 raw,
                 error,
             };
@@ -95,7 +94,7 @@ impl EventHandler for Classifier {
             self.append(&request.session_id, e).await?;
             return Ok(());
         }
-        let kuro = request.mode == MODE_KURO;
+        let kuro = request.mode == DecisionOrigin::Kuro;
         let (llm, system) = if kuro {
             (&self.persona_llm, &self.kuro_prompt)
         } else {

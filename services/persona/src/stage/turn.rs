@@ -18,7 +18,7 @@ use tracing::{info, warn};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::event::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    NextSpeakerChosen, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
+    NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
 };
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmError};
@@ -87,7 +87,7 @@ impl TurnHandler {
             stage_id: req.stage_id.clone(),
             input_id: req.input_id,
             turns: req.turn_index,
-            reason: "stopped".into(),
+            reason: StageEndReason::Stopped,
         };
         let e = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service)
             .map_err(HandlerError::permanent)?;
@@ -127,7 +127,7 @@ impl EventHandler for TurnHandler {
             stage_id: req.stage_id.clone(),
             input_id: req.input_id,
             turns: req.turn_index,
-            reason: "error".into(),
+            reason: StageEndReason::Error,
         };
         if let Ok(e) = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service) {
             if let Err(e) = append_steps(&self.ctx, &event.stream, vec![e]).await {
@@ -269,7 +269,11 @@ impl EventHandler for TurnHandler {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
                     turns: next_turn,
-                    reason: if next.is_some() { "cap" } else { "none" }.into(),
+                    reason: if next.is_some() {
+                        StageEndReason::Cap
+                    } else {
+                        StageEndReason::None
+                    },
                 };
                 NewEvent::caused_by(&event, STEP_THEN, &ended, service)
             }
@@ -298,7 +302,7 @@ fn chosen_event(req: &StageTurnRequested, decision: &NextSpeakerDecision) -> Nex
         turn_index: req.turn_index,
         current: req.speaker.clone(),
         next_id: decision.next_id.clone(),
-        reason: decision.reason.as_str().into(),
+        reason: decision.reason,
         extracted: decision.extracted.clone(),
         normalized: decision.normalized.clone(),
     }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Router;
 use crate::projections::RoutingSessionsProjection;
-use crate::routing::{Route, SessionRouting};
+use crate::routing::SessionRouting;
 
 /// One user message and the session state before it.
 pub(crate) struct Turn {
@@ -97,7 +97,7 @@ impl Router {
         let last_primary = latest(true).await?;
         Ok(SessionRouting {
             local_only: last.is_some_and(|d| d.local_only),
-            last_primary_route: last_primary.and_then(|d| d.route.parse::<Route>().ok()),
+            last_primary_route: last_primary.map(|d| d.route),
         })
     }
 

@@ -50,7 +50,7 @@ impl Projection for AnalyzeResultsProjection {
             return Ok(());
         }
         let done: WorkerCompleted = event.decode().map_err(|e| decode_error(event, e))?;
-        if done.route != Route::Analyze.as_str() {
+        if done.route != Route::Analyze {
             return Ok(());
         }
         // Output that breaks the contract is a failure, not a result worth keeping.

@@ -14,7 +14,7 @@ use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
 use super::decode_error;
-use crate::routing::{mask_secrets, Route};
+use crate::routing::{mask_secrets, Route, RouteSource};
 
 /// One row of `routing_log`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -111,8 +111,11 @@ impl RoutingLogProjection {
 /// The classifier columns and parse failure of a decision's `detail`.
 fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<Value>) {
     let asked = matches!(
-        d.source.as_str(),
-        "classifier" | "kuro" | "classifier_failed" | "kuro_failed"
+        d.source,
+        RouteSource::Classifier
+            | RouteSource::Kuro
+            | RouteSource::ClassifierFailed
+            | RouteSource::KuroFailed
     );
     if !asked {
         return (None, None, None);
@@ -123,7 +126,7 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
         .filter(|f| f.get("kind").and_then(Value::as_str) == Some("discarded"))
         .map(|f| {
             json!({
-                "stage": if d.source.starts_with("kuro") { "kuro" } else { "classifier" },
+                "stage": if matches!(d.source, RouteSource::Kuro | RouteSource::KuroFailed) { "kuro" } else { "classifier" },
                 "kind": f.pointer("/error/kind").cloned().unwrap_or(Value::Null),
             })
         });
@@ -134,7 +137,7 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
         .get("proposed")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .or_else(|| Some(d.route.clone()));
+        .or_else(|| Some(d.route.as_str().to_owned()));
     let confidence = detail.get("confidence").and_then(Value::as_f64);
     (route, confidence, None)
 }
@@ -179,11 +182,11 @@ impl Projection for RoutingLogProjection {
                 )
                 .bind(d.user_event_id)
                 .bind(&d.entry)
-                .bind(&d.route)
-                .bind(&d.source)
+                .bind(d.route.as_str())
+                .bind(d.source.as_str())
                 .bind(route)
                 .bind(confidence)
-                .bind(d.source == "explicit")
+                .bind(d.source == RouteSource::Explicit)
                 .bind(d.local_only)
                 .bind(failures)
                 .execute(&mut **tx)
@@ -191,7 +194,7 @@ impl Projection for RoutingLogProjection {
             }
             WorkRequested::EVENT_TYPE => {
                 let w: WorkRequested = event.decode().map_err(|e| decode_error(event, e))?;
-                let cloud = w.route == Route::Code.as_str();
+                let cloud = w.route == Route::Code;
                 sqlx::query(
                     "UPDATE routing_log SET worker_calls = worker_calls + $2, \
                      coder_calls = coder_calls + $3, rerouted = rerouted OR $4 \

@@ -80,7 +80,7 @@ impl Projection for RoutingSessionsProjection {
         match event.event_type.as_str() {
             RouteDecided::EVENT_TYPE => {
                 let d: RouteDecided = event.decode().map_err(|e| decode_error(event, e))?;
-                let primary = d.primary.then_some(d.route);
+                let primary = d.primary.then_some(d.route.as_str());
                 sqlx::query(
                     "INSERT INTO routing_sessions (session_id, local_only, last_primary_route, updated_at) \
                      VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE SET \
