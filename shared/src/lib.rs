@@ -25,6 +25,7 @@ pub mod fake_platforms;
 pub mod fault;
 pub mod ids;
 pub mod llm;
+pub mod masking;
 pub mod mood_api;
 pub mod net;
 pub mod projection;

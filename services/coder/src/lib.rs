@@ -9,12 +9,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ghost_router::routing::{mask_secrets, Route};
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::masking::mask_secrets;
+use ghost_shared::routing::Route;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};

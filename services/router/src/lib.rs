@@ -2,7 +2,7 @@
 //! the loop controller over the workers' results (seed 002).
 //!
 //! - [`routing`]: the pure decisions (commands, rule dictionary, classifier validation,
-//!   gates, loop controller, declarations, masking);
+//!   gates, loop controller, declarations; masking is `ghost_shared::masking`);
 //! - [`flow`]: the event handlers wiring them to NATS and Postgres — a user message
 //!   ([`flow::intake`]), the classifier's or Kuro's reply, and each worker result
 //!   ([`flow::loops`]);

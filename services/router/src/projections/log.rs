@@ -14,7 +14,8 @@ use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
 use super::decode_error;
-use crate::routing::{mask_secrets, Route, RouteSource};
+use crate::routing::{Route, RouteSource};
+use ghost_shared::masking::mask_secrets;
 
 /// One row of `routing_log`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::mask::mask_secrets;
 use super::reply::json_payload;
+use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;
 
 /// Most evidence fragments a classifier may cite (seed: at most 2).
