@@ -35,5 +35,6 @@ pub mod service;
 pub mod stage_signal;
 pub mod store;
 pub mod telemetry;
+pub mod template;
 pub mod testing;
 pub mod turn_stream;

@@ -30,6 +30,17 @@ pub enum ProjectionError {
     },
 }
 
+impl ProjectionError {
+    /// A projected `event` that does not decode, and why.
+    pub fn decode(event: &RecordedEvent, reason: impl std::fmt::Display) -> Self {
+        Self::Decode {
+            event_id: event.event_id,
+            event_type: event.event_type.clone(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ProjectionError {
     fn from(e: sqlx::Error) -> Self {
         Self::Store(StoreError::Database(e))

@@ -7,7 +7,6 @@ use ghost_shared::projection::{Projection, ProjectionError};
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Transaction};
 
-use super::decode_error;
 use crate::routing::{parse_worker_output, Route};
 
 /// The projection feeding `analyze_results`.
@@ -49,7 +48,9 @@ impl Projection for AnalyzeResultsProjection {
         if event.event_type != WorkerCompleted::EVENT_TYPE {
             return Ok(());
         }
-        let done: WorkerCompleted = event.decode().map_err(|e| decode_error(event, e))?;
+        let done: WorkerCompleted = event
+            .decode()
+            .map_err(|e| ProjectionError::decode(event, e))?;
         if done.route != Route::Analyze {
             return Ok(());
         }

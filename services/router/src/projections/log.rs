@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use super::decode_error;
 use crate::routing::{Route, RouteSource};
 use ghost_shared::masking::mask_secrets;
 
@@ -156,7 +155,9 @@ impl Projection for RoutingLogProjection {
     ) -> Result<(), ProjectionError> {
         match event.event_type.as_str() {
             UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event.decode().map_err(|e| decode_error(event, e))?;
+                let m: UserMessageReceived = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 sqlx::query(
                     "INSERT INTO routing_log (user_event_id, session_id, position, channel, input_masked, recorded_at) \
                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (user_event_id) DO NOTHING",
@@ -171,7 +172,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event.decode().map_err(|e| decode_error(event, e))?;
+                let d: RouteDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let (route, confidence, failure) = classifier_columns(&d);
                 let failures = Value::Array(failure.into_iter().collect());
                 sqlx::query(
@@ -194,7 +197,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             WorkRequested::EVENT_TYPE => {
-                let w: WorkRequested = event.decode().map_err(|e| decode_error(event, e))?;
+                let w: WorkRequested = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let cloud = w.route == Route::Code;
                 sqlx::query(
                     "UPDATE routing_log SET worker_calls = worker_calls + $2, \
@@ -209,7 +214,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             LoopDecided::EVENT_TYPE => {
-                let l: LoopDecided = event.decode().map_err(|e| decode_error(event, e))?;
+                let l: LoopDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let entry = serde_json::to_value(&l).unwrap_or(Value::Null);
                 let failures = Value::Array(
                     l.failure
@@ -232,7 +239,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             RenderRequested::EVENT_TYPE => {
-                let r: RenderRequested = event.decode().map_err(|e| decode_error(event, e))?;
+                let r: RenderRequested = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let route = r
                     .work_result
                     .as_ref()

@@ -13,18 +13,7 @@ pub use log::{RoutingLogProjection, RoutingLogRow};
 pub use sessions::{RoutingSessionsProjection, SessionRow};
 
 use ghost_shared::event::RecordedEvent;
-use ghost_shared::projection::ProjectionError;
-
-/// A decode failure of a projected event.
-pub(crate) fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        reason: e.to_string(),
-    }
-}
-
-use ghost_shared::projection::Projection;
+use ghost_shared::projection::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
 
 /// The router's three read models behind one checkpoint and one runner (`routing`): a

@@ -6,8 +6,6 @@ use ghost_shared::events::{RouteDecided, SessionSummarized};
 use ghost_shared::projection::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
-use super::decode_error;
-
 /// One row of `routing_sessions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
@@ -79,7 +77,9 @@ impl Projection for RoutingSessionsProjection {
     ) -> Result<(), ProjectionError> {
         match event.event_type.as_str() {
             RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event.decode().map_err(|e| decode_error(event, e))?;
+                let d: RouteDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let primary = d.primary.then_some(d.route.as_str());
                 sqlx::query(
                     "INSERT INTO routing_sessions (session_id, local_only, last_primary_route, updated_at) \
@@ -95,7 +95,9 @@ impl Projection for RoutingSessionsProjection {
                 .await?;
             }
             SessionSummarized::EVENT_TYPE => {
-                let s: SessionSummarized = event.decode().map_err(|e| decode_error(event, e))?;
+                let s: SessionSummarized = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
                 sqlx::query(
                     "INSERT INTO routing_sessions (session_id, summary, summary_turns, updated_at) \
