@@ -12,7 +12,6 @@ use std::sync::Arc;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;
@@ -79,17 +78,9 @@ impl EventHandler for Coder {
         if work.route != Route::Code {
             return Ok(()); // the local worker's
         }
-        for step in [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE] {
-            if self
-                .ctx
-                .store()
-                .get(derive_event_id(event.event_id, step))
-                .await
-                .map_err(HandlerError::transient)?
-                .is_some()
-            {
-                return Ok(()); // a redelivery changes nothing
-            }
+        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        if self.ctx.outcome_stored(&event, &steps).await? {
+            return Ok(()); // a redelivery changes nothing
         }
         let service = self.ctx.service;
         let failed = |code: &str, message: String| {

@@ -153,17 +153,10 @@ const STEP: &str = "UserMessageReceived";
 impl EventHandler for ImageFetcher {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let image: LineImageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
-        if self
-            .ctx
-            .store()
-            .get(id)
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some()
-        {
+        if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(());
         }
+        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
         let attachment = self.download(&image, &id.to_string()).await?;
         self.append_message(&event, image, Some(attachment)).await
     }

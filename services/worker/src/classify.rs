@@ -14,7 +14,7 @@ use tracing::{info, warn};
 
 use ghost_shared::routing::DecisionOrigin;
 
-use crate::{already_done, prompt};
+use crate::prompt;
 
 /// Handles `ClassifyRequested`.
 pub struct Classifier {
@@ -66,7 +66,11 @@ impl Classifier {
 impl EventHandler for Classifier {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let request: ClassifyRequested = event.decode().map_err(HandlerError::permanent)?;
-        if already_done(&self.ctx, &event, &[ClassifierReplied::EVENT_TYPE]).await? {
+        if self
+            .ctx
+            .outcome_stored(&event, &[ClassifierReplied::EVENT_TYPE])
+            .await?
+        {
             return Ok(());
         }
         let service = self.ctx.service;

@@ -10,8 +10,6 @@ use tracing::{info, warn};
 
 use ghost_shared::routing::Route;
 
-use crate::already_done;
-
 /// Handles `WorkRequested` for every route but CODE.
 pub struct Worker {
     pub(crate) ctx: ServiceContext,
@@ -27,7 +25,7 @@ impl EventHandler for Worker {
             return Ok(()); // the coder's
         }
         let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
-        if already_done(&self.ctx, &event, &steps).await? {
+        if self.ctx.outcome_stored(&event, &steps).await? {
             return Ok(()); // a redelivery changes nothing
         }
         let messages = [

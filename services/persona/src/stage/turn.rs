@@ -21,7 +21,7 @@ use ghost_shared::events::{
     NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
 };
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::{ChatMessage, LlmError};
+use ghost_shared::llm::ChatMessage;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
@@ -67,7 +67,7 @@ impl TurnHandler {
         match tokio::time::timeout(limit, member.llm.chat(&messages)).await {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => Err(CallFailure {
-                code: failure_code(&e),
+                code: e.code(),
                 message: e.to_string(),
             }),
             Err(_) => Err(CallFailure {
@@ -99,17 +99,6 @@ impl TurnHandler {
         )
         .await;
         Ok(())
-    }
-}
-
-/// A stable code for each kind of model failure.
-fn failure_code(e: &LlmError) -> &'static str {
-    match e {
-        LlmError::Timeout { .. } => "llm_timeout",
-        LlmError::HttpStatus { .. } => "llm_http",
-        LlmError::MalformedStream(_) => "llm_stream",
-        LlmError::Connect(_) => "llm_unavailable",
-        _ => "llm_error",
     }
 }
 
