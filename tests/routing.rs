@@ -13,7 +13,7 @@ use ghost_shared::event::EventPayload;
 use ghost_shared::events::{
     ClassifyRequested, LoopDecided, RenderRequested, RouteDecided, WorkRequested,
 };
-use ghost_shared::testing::eventually;
+use ghost_testkit::testing::eventually;
 use routing_support::{payload, Kind, RoutingApp, Scripts, PERSONA_REPLY};
 use serde_json::Value;
 

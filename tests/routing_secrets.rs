@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use ghost_router::projections::RoutingLogProjection;
-use ghost_shared::testing::eventually;
+use ghost_testkit::testing::eventually;
 use routing_support::{RoutingApp, Scripts};
 use support::logs::LogCapture;
 

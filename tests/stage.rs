@@ -12,8 +12,8 @@ use ghost_shared::event::RecordedEvent;
 use ghost_shared::events::{
     stage_stream, NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
-use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
-use ghost_shared::testing::TestEnv;
+use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
+use ghost_testkit::testing::TestEnv;
 use serde_json::{json, Value};
 use support::{TestApp, TOKEN};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;

@@ -8,11 +8,12 @@
 //! - [`projection`]: checkpointed read models, rebuildable from zero;
 //! - [`projections`]: the read models several services read (`assistant_text`);
 //! - [`config`]: YAML + environment configuration, secrets;
-//! - [`llm`]: Ollama and OpenAI-compatible clients; [`fake_llm`]: a fake server for tests;
-//! - [`fake_platforms`]: fake LINE and Slack API servers for tests and load runs;
+//! - [`llm`]: Ollama and OpenAI-compatible clients;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with;
-//! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments.
+//! - [`fault`]: crash points for crash-safety tests (the production-side hook).
+//!
+//! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
 
 pub mod affect;
 pub mod bus;
@@ -20,8 +21,6 @@ pub mod config;
 pub mod event;
 pub mod event_log;
 pub mod events;
-pub mod fake_llm;
-pub mod fake_platforms;
 pub mod fault;
 pub mod ids;
 pub mod llm;
@@ -36,5 +35,4 @@ pub mod stage_signal;
 pub mod store;
 pub mod telemetry;
 pub mod template;
-pub mod testing;
 pub mod turn_stream;

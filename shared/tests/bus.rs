@@ -10,7 +10,7 @@ use ghost_shared::event::{NewEvent, RecordedEvent};
 use ghost_shared::event_log::{relay_once, EventLog};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
-use ghost_shared::testing::{eventually, user_message, TestEnv};
+use ghost_testkit::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
 fn message(text: &str) -> NewEvent {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ghost::stack::ServiceName;
 use ghost_shared::event::RecordedEvent;
-use ghost_shared::fake_llm::{FakeLlm, RecordedRequest, Script};
+use ghost_testkit::fake_llm::{FakeLlm, RecordedRequest, Script};
 use serde_json::Value;
 
 use crate::support::TestApp;
