@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use ghost_shared::event::{EventMetadata, NewEvent};
+use ghost_shared::envelope::{EventMetadata, NewEvent};
 use ghost_shared::events::{stage_stream, StageUserInput};
 use ghost_shared::store::ExpectedVersion;
 use ghost_testkit::fake_llm::{FakeLlm, Script};

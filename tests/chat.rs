@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     AssistantReplied, RenderFailed, RenderRequested, RouteDecided, UserMessageReceived,
 };

@@ -9,7 +9,7 @@ use ghost::stack::ServiceName;
 use ghost_shared::affect::{
     Affect, AffectLabel, MoodConstants, ResponsePolicy, DEFAULT_TRAILER_MARKER,
 };
-use ghost_shared::event::NewEvent;
+use ghost_shared::envelope::NewEvent;
 use ghost_shared::events::{persona_stream, AffectReflected, AssistantReplied};
 use ghost_shared::mood_api::{self, MoodAnswer, MoodQuery};
 use ghost_shared::store::{EventStore, ExpectedVersion};

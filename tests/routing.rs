@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_router::projections::{RoutingLogProjection, RoutingSessionsProjection};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     ClassifyRequested, LoopDecided, RenderRequested, RouteDecided, WorkRequested,
 };

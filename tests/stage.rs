@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use ghost::stack::{start_stack, ServiceName};
 use ghost::stage_load::cast_model_overrides;
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{
     stage_stream, NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::event::EventPayload;
+use crate::envelope::EventPayload;
 use crate::routing::{DecisionOrigin, Notice, Route, RouteSource};
 
 /// The channel a conversation arrived on.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::bus::{Bus, BusError, HandlerError};
 use crate::config::Config;
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 use crate::event_log::{run_outbox_relay, EventLog};
 use crate::ids::derive_event_id;
 use crate::llm::{LlmClient, LlmError};

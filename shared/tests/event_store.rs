@@ -1,6 +1,6 @@
 //! The event store against the real Postgres.
 
-use ghost_shared::event::NewEvent;
+use ghost_shared::envelope::NewEvent;
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::store::{ExpectedVersion, ReadPosition, StoreError};
 use std::time::Duration;

@@ -177,23 +177,23 @@ where
 
 /// An origin event (no cause, its own correlation) from the `test` producer, for tests
 /// that append directly.
-pub fn origin_event<P: ghost_shared::event::EventPayload>(
+pub fn origin_event<P: ghost_shared::envelope::EventPayload>(
     id: Uuid,
     payload: &P,
-) -> ghost_shared::event::NewEvent {
-    let metadata = ghost_shared::event::EventMetadata {
+) -> ghost_shared::envelope::NewEvent {
+    let metadata = ghost_shared::envelope::EventMetadata {
         correlation_id: id,
         causation_id: None,
         traceparent: None,
         tracestate: None,
         service: "test".into(),
     };
-    ghost_shared::event::NewEvent::new(id, payload, metadata)
+    ghost_shared::envelope::NewEvent::new(id, payload, metadata)
         .unwrap_or_else(|e| panic!("encode test event: {e}"))
 }
 
 /// A `UserMessageReceived` over HTTP in session `s` saying `text`.
-pub fn user_message(id: Uuid, text: &str) -> ghost_shared::event::NewEvent {
+pub fn user_message(id: Uuid, text: &str) -> ghost_shared::envelope::NewEvent {
     let payload = ghost_shared::events::UserMessageReceived {
         session_id: "s".into(),
         channel: ghost_shared::events::Channel::Http,

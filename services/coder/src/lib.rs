@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;

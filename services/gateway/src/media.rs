@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{Channel, ImageAttachment, LineImageReceived, UserMessageReceived};
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;

@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use ghost_shared::affect::{Affect, MoodConstants};
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{AffectReflected, AssistantReplied};
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::RenderRequested;
-use ghost_shared::projection::ProjectionRunner;
 use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 pub use render::Renderer;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
-use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::mood_api::{self, MoodQuery};

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{ClassifierReplied, UserMessageReceived, WorkerCompleted, WorkerFailed};
-use ghost_shared::projection::{Projection, ProjectionRunner};
+use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 pub use flow::Router;

@@ -5,7 +5,7 @@
 //! the call as failed instead of calling again.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{ClassifierCallStarted, ClassifierReplied, ClassifyRequested};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::{ServiceContext, ServiceError};

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{ClassifyRequested, SummarizeRequested, WorkRequested};
 use ghost_shared::llm::LlmClient;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};

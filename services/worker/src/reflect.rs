@@ -3,7 +3,7 @@
 
 use ghost_shared::affect::{parse_affect, Affect};
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AffectReflected, AssistantReplied, UserMessageReceived,
 };

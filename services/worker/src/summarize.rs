@@ -2,7 +2,7 @@
 //! and the turns since into a new short summary (`SessionSummarized`, memory stream).
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{memory_stream, SessionSummarized, SummarizeRequested};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::projections::AssistantTextProjection;

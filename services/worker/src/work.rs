@@ -1,7 +1,7 @@
 //! `WorkRequested` on the local model, once per request. CODE is never done here.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;

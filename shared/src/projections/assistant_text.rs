@@ -5,9 +5,9 @@ use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use crate::event::{EventPayload, RecordedEvent};
+use crate::envelope::{EventPayload, RecordedEvent};
 use crate::events::{AssistantReplied, UserMessageReceived};
-use crate::projection::{Projection, ProjectionError};
+use crate::projector::{Projection, ProjectionError};
 
 /// One row of `assistant_text`.
 #[derive(Debug, Clone, PartialEq, Serialize)]

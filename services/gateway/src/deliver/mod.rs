@@ -19,7 +19,7 @@ use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::config::Secret;
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
     ReplyTarget, UserMessageReceived,

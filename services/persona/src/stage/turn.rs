@@ -16,7 +16,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
 };

@@ -2,7 +2,7 @@
 //! recorded and the work (or the reply) is requested.
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     memory_stream, ClassifierReplied, ClassifyRequested, RenderRequested, RouteDecided,
     SummarizeRequested, WorkRequested,

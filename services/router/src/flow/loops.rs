@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted, WorkerFailed,
 };

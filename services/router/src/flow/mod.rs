@@ -9,7 +9,7 @@ pub mod task;
 pub mod turn;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     ClassifierReplied, RenderFailed, UserMessageReceived, WorkerCompleted, WorkerFailed,
 };

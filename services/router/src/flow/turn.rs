@@ -2,7 +2,7 @@
 //! (the source of truth, so decisions never depend on a projection's lag).
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{session_stream, EventPayload, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
 use sqlx::Row;
 use uuid::Uuid;

@@ -1,9 +1,9 @@
 //! `analyze_results`: every contract-conforming ANALYZE result as structured JSON, per
 //! session, so later ANALYZE turns can build on earlier ones.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::WorkerCompleted;
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Transaction};
 

@@ -3,11 +3,11 @@
 //! signals, final route and parse-failure reasons — the data to grow the dictionary and tune
 //! the thresholds from. Never mixed into the conversation.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, UserMessageReceived, WorkRequested,
 };
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};

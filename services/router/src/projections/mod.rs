@@ -12,8 +12,8 @@ pub use analyze::AnalyzeResultsProjection;
 pub use log::{RoutingLogProjection, RoutingLogRow};
 pub use sessions::{RoutingSessionsProjection, SessionRow};
 
-use ghost_shared::event::RecordedEvent;
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
 
 /// The router's three read models behind one checkpoint and one runner (`routing`): a

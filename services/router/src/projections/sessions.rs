@@ -1,9 +1,9 @@
 //! `routing_sessions`: per session the `local_only` flag, the last primary route and the
 //! short-memory summary the worker keeps.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{RouteDecided, SessionSummarized};
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
 /// One row of `routing_sessions`.

@@ -9,7 +9,7 @@ use sqlx::postgres::PgListener;
 use sqlx::{Postgres, Row, Transaction};
 use tracing::{debug, warn};
 
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 use crate::store::{read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
 
 /// Failure while projecting.
