@@ -37,7 +37,7 @@ pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, Servic
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
 }
 
-/// The router's projections (also rebuilt by `ghost projections rebuild <name>`): one
+/// The router's projections (rebuilt by `ghost projections rebuild routing`): one
 /// runner feeds `routing_sessions`, `routing_log` and `analyze_results`.
 pub fn projections() -> Vec<Arc<dyn Projection>> {
     vec![Arc::new(RoutingProjection)]

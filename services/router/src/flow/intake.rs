@@ -204,7 +204,7 @@ impl Router {
 
     /// Earlier ANALYZE results of the session (structured JSON), for an ANALYZE task.
     async fn earlier_analyses(&self, turn: &Turn) -> Result<Vec<serde_json::Value>, HandlerError> {
-        crate::projections::AnalyzeResultsProjection::recent(
+        crate::projections::AnalyzeResults::recent(
             self.ctx.store().pool(),
             &turn.message.session_id,
             self.ctx.config.ghost.routing.analyze_context as i64,

@@ -8,7 +8,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::Router;
-use crate::projections::RoutingSessionsProjection;
+use crate::projections::RoutingSessions;
 use crate::routing::SessionRouting;
 
 /// One user message and the session state before it.
@@ -134,7 +134,7 @@ impl Router {
 
     /// The session's short-memory summary, if the worker has written one.
     pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
-        RoutingSessionsProjection::summary(self.ctx.store().pool(), &turn.message.session_id)
+        RoutingSessions::summary(self.ctx.store().pool(), &turn.message.session_id)
             .await
             .map_err(HandlerError::transient)
     }

@@ -7,7 +7,7 @@ use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, UserMessageReceived, WorkRequested,
 };
-use ghost_shared::projector::{Projection, ProjectionError};
+use ghost_shared::projector::ProjectionError;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
@@ -59,14 +59,12 @@ pub struct RoutingLogRow {
     pub parse_failures: Value,
 }
 
-/// The projection feeding `routing_log`.
+/// The `routing_log` table, one part of the `routing` projection: no checkpoint or CLI name
+/// of its own (`ghost projections rebuild routing` rebuilds it).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RoutingLogProjection;
+pub struct RoutingLog;
 
-impl RoutingLogProjection {
-    /// Projection name (checkpoint key, CLI argument).
-    pub const NAME: &'static str = "routing_log";
-
+impl RoutingLog {
     /// The row of one user message.
     pub async fn get<'e>(
         executor: impl PgExecutor<'e>,
@@ -142,13 +140,9 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
     (route, confidence, None)
 }
 
-#[async_trait::async_trait]
-impl Projection for RoutingLogProjection {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    async fn apply(
+impl RoutingLog {
+    /// Applies one event, inside the `routing` projection's transaction.
+    pub(crate) async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
@@ -260,7 +254,11 @@ impl Projection for RoutingLogProjection {
         Ok(())
     }
 
-    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+    /// Empties the table, inside the `routing` projection's rebuild.
+    pub(crate) async fn reset(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM routing_log")
             .execute(&mut **tx)
             .await?;

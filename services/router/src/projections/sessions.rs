@@ -3,7 +3,7 @@
 
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{RouteDecided, SessionSummarized};
-use ghost_shared::projector::{Projection, ProjectionError};
+use ghost_shared::projector::ProjectionError;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
 /// One row of `routing_sessions`.
@@ -21,14 +21,12 @@ pub struct SessionRow {
     pub summary_turns: i32,
 }
 
-/// The projection feeding `routing_sessions`.
+/// The `routing_sessions` table, one part of the `routing` projection: no checkpoint or CLI name
+/// of its own (`ghost projections rebuild routing` rebuilds it).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RoutingSessionsProjection;
+pub struct RoutingSessions;
 
-impl RoutingSessionsProjection {
-    /// Projection name (checkpoint key, CLI argument).
-    pub const NAME: &'static str = "routing_sessions";
-
+impl RoutingSessions {
     /// The row of one session, if it was ever routed.
     pub async fn get<'e>(
         executor: impl PgExecutor<'e>,
@@ -62,15 +60,9 @@ impl RoutingSessionsProjection {
             .await?
             .and_then(|r| r.summary))
     }
-}
 
-#[async_trait::async_trait]
-impl Projection for RoutingSessionsProjection {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    async fn apply(
+    /// Applies one event, inside the `routing` projection's transaction.
+    pub(crate) async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
@@ -117,7 +109,11 @@ impl Projection for RoutingSessionsProjection {
         Ok(())
     }
 
-    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+    /// Empties the table, inside the `routing` projection's rebuild.
+    pub(crate) async fn reset(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM routing_sessions")
             .execute(&mut **tx)
             .await?;
