@@ -4,6 +4,7 @@
 //! - [`prompt`]: the system prompt template;
 //! - [`capsule`]: the mood capsule and tone guide;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
+//! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
 pub mod capsule;
