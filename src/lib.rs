@@ -3,10 +3,12 @@
 //!
 //! - [`stack`]: start any set of services with their shared connections;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
-//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`.
+//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
-//! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server.
+//! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
+//!
+//! The load commands run the real services against the fakes of `ghost-testkit`.
 
 pub mod doctor;
 pub mod load;

@@ -9,7 +9,7 @@ use ghost::doctor::{self, require_infrastructure, Status};
 use ghost::stack::{projection_by_name, start_stack, ServiceName, PROJECTIONS};
 use ghost_shared::config::Config;
 use ghost_shared::llm::LlmClient;
-use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::store::EventStore;
 
 /// Ghost: a self-hosted persona AI backend.

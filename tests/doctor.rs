@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Output;
 
-use ghost_shared::testing::{repo_config_dir, TestEnv};
+use ghost_testkit::testing::{repo_config_dir, TestEnv};
 
 /// A port nobody listens on.
 fn closed_port() -> u16 {
@@ -138,7 +138,7 @@ async fn doctor_tells_a_nats_without_jetstream_apart() {
         .spawn()
         .expect("start nats-server");
     let url = format!("nats://127.0.0.1:{port}");
-    ghost_shared::testing::eventually(
+    ghost_testkit::testing::eventually(
         std::time::Duration::from_secs(10),
         "nats-server up",
         || async { std::net::TcpStream::connect(("127.0.0.1", port)).ok() },

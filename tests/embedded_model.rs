@@ -9,7 +9,7 @@ use std::time::Duration;
 use ghost::doctor::Status;
 use ghost::stack::ServiceName;
 use ghost_shared::events::{StageEnded, StageSpoke, StageTurnFailed};
-use ghost_shared::testing::embedded_model_file;
+use ghost_testkit::testing::embedded_model_file;
 use serde_json::json;
 use support::stage::{connect, frames_until_within, is_active, send, speakers, stage_events};
 use support::TestApp;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::stage_stream;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{Channel, ImageAttachment, LineImageReceived, UserMessageReceived};
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
@@ -153,17 +153,10 @@ const STEP: &str = "UserMessageReceived";
 impl EventHandler for ImageFetcher {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let image: LineImageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
-        if self
-            .ctx
-            .store()
-            .get(id)
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some()
-        {
+        if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(());
         }
+        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
         let attachment = self.download(&image, &id.to_string()).await?;
         self.append_message(&event, image, Some(attachment)).await
     }

@@ -9,7 +9,7 @@ use ghost_shared::config::Config;
 use ghost_shared::llm::{
     ChatMessage, GenerationOptions, LlmClient, LlmError, LlmRoleConfig, Provider,
 };
-use ghost_shared::testing::{embedded_model_file, repo_config_dir};
+use ghost_testkit::testing::{embedded_model_file, repo_config_dir};
 use serde_json::{json, Value};
 
 const NAME: &str = "smollm2-wire";

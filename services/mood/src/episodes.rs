@@ -2,13 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use ghost_shared::affect::{Affect, MoodConstants};
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{AffectReflected, AssistantReplied};
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 
-use crate::mood::{Episode, MoodProjection};
+use crate::mood::{Episode, MoodWindow};
 
 /// Projects `AssistantReplied` (with an affect) and `AffectReflected` into `mood_episodes`
 /// (the window) and `partner_mood_state` (a row per persona).
@@ -47,7 +47,7 @@ impl MoodEpisodes {
         &self,
         executor: impl PgExecutor<'e>,
         persona: &str,
-    ) -> Result<MoodProjection, ProjectionError> {
+    ) -> Result<MoodWindow, ProjectionError> {
         let rows = sqlx::query(
             "SELECT at, label, intensity, salience, confidence, policy FROM mood_episodes \
              WHERE persona = $1 ORDER BY at, position",
@@ -71,7 +71,7 @@ impl MoodEpisodes {
                     .map_err(|e| corrupt(persona, e))?,
             });
         }
-        MoodProjection::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
+        MoodWindow::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
     }
 }
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use ghost_shared::affect::MoodState;
 use ghost_shared::mood_api::{MoodAnswer, MoodDebugRequest, MoodQuery, DEBUG_SUBJECT, GET_SUBJECT};
-use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use serde_json::json;
 use tracing::warn;
