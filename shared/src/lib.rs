@@ -12,7 +12,8 @@
 //! - [`fake_platforms`]: fake LINE and Slack API servers for tests and load runs;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with;
-//! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments.
+//! - [`fault`]: crash points for crash-safety tests; [`testing`]: test environments;
+//! - `fuzz` (feature `fuzz`, tests only): hostile inputs for the boundary parsers' fuzz tests.
 
 pub mod affect;
 pub mod bus;
@@ -23,6 +24,8 @@ pub mod events;
 pub mod fake_llm;
 pub mod fake_platforms;
 pub mod fault;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod ids;
 pub mod llm;
 pub mod mood_api;
