@@ -5,7 +5,8 @@
 //! - [`store`]: the Postgres event store (append, read, gap-safe global order);
 //! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
 //! - [`event_log`]: append-then-publish with an outbox relay;
-//! - [`projection`]: checkpointed read models, rebuildable from zero;
+//! - [`projection`]: checkpointed read models, rebuildable from zero, that never stall;
+//! - [`parking`]: the events a projection could not apply, kept with the error;
 //! - [`projections`]: the read models several services read (`assistant_text`);
 //! - [`config`]: YAML + environment configuration, secrets;
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`fake_llm`]: a fake server for tests;
@@ -30,6 +31,7 @@ pub mod ids;
 pub mod llm;
 pub mod mood_api;
 pub mod net;
+pub mod parking;
 pub mod projection;
 pub mod projections;
 pub mod service;
