@@ -543,7 +543,8 @@ async fn the_override_map_is_bounded() {
             (status, response.json::<Value>().await.unwrap())
         }
     };
-    let limit = 64;
+    let limit = app.env.config.ghost.mood.max_overrides;
+    assert_eq!(limit, 64, "the default");
     for i in 0..limit {
         let (status, body) = put(format!("p{i}")).await;
         assert_eq!(status, 200, "{body}");

@@ -47,7 +47,7 @@ pub struct UserMessageReceived {
     /// Where and how to answer on LINE or Slack (absent for HTTP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<ReplyTarget>,
-    /// An image the user sent, kept in temp media.
+    /// An image the user sent, kept in the media store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageAttachment>,
 }
@@ -575,13 +575,16 @@ pub enum ReplyTarget {
     },
 }
 
-/// An image attached to a user message, downloaded into temp media by the gateway.
+/// An image attached to a user message, downloaded by the gateway into the media store
+/// (Postgres), where every service reaches it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageAttachment {
     /// The platform's message id of the image.
     pub message_id: String,
-    /// Absolute path of the temp media file (kept for the configured retention).
-    pub local_path: String,
+    /// The `media` row holding the bytes (kept for `media.retention_secs`). Absent on events
+    /// recorded before images moved to the database (their temp files are gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_id: Option<Uuid>,
     /// MIME type LINE reported, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,

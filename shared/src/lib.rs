@@ -9,6 +9,7 @@
 //! - [`parking`]: the events a projection could not apply, kept with the error;
 //! - [`projections`]: the read models several services read (`assistant_text`);
 //! - [`config`]: YAML + environment configuration, secrets;
+//! - [`media`]: images users send, in Postgres so every service reaches them;
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`fake_llm`]: a fake server for tests;
 //! - [`fake_platforms`]: fake LINE and Slack API servers for tests and load runs;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
@@ -29,6 +30,7 @@ pub mod fault;
 pub mod fuzz;
 pub mod ids;
 pub mod llm;
+pub mod media;
 pub mod mood_api;
 pub mod net;
 pub mod parking;

@@ -7,7 +7,7 @@
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: `POST /webhooks/line`, `POST /webhooks/slack` (signed, deduplicated);
-//! - [`deliver`]: LINE and Slack replies, each at most once; [`media`]: temp images.
+//! - [`deliver`]: LINE and Slack replies, each at most once; [`media`]: LINE images into the media table, and its sweeper.
 
 pub mod auth;
 pub mod chat;

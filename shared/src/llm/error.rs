@@ -25,6 +25,12 @@ pub enum LlmError {
     /// The response body was not the expected format, reported an error in-band, or ended early.
     #[error("LLM stream malformed: {0}")]
     MalformedStream(String),
+    /// The response body grew past the role's `max_response_bytes`; reading stopped there.
+    #[error("the model's response is larger than the limit of {limit} bytes (max_response_bytes)")]
+    ResponseTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The request could not be built (bad config, unusable input).
     #[error("invalid LLM request: {0}")]
     InvalidRequest(String),
