@@ -670,3 +670,21 @@ pub struct ReplyFailed {
 impl EventPayload for ReplyFailed {
     const EVENT_TYPE: &'static str = "ReplyFailed";
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_turns_recorded_before_the_media_table_still_decode() {
+        // Events are never rewritten: the temp-file shape of earlier versions must still
+        // decode (the image itself is gone; the turn is answered without it).
+        let old = serde_json::json!({
+            "session_id": "line:user:U1", "channel": "line", "speaker": "U1", "text": "[image]",
+            "image": {"message_id": "m1", "local_path": "/tmp/ghost-media/x.png", "content_type": "image/png"}
+        });
+        let m: UserMessageReceived = serde_json::from_value(old).unwrap();
+        let image = m.image.unwrap();
+        assert_eq!((image.message_id.as_str(), image.media_id), ("m1", None));
+    }
+}
