@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ghost::stack::projection_by_name;
 use ghost_shared::event::{EventMetadata, NewEvent, RecordedEvent};
-use ghost_shared::projection::{Projection, ProjectionError, ProjectionRunner};
+use ghost_shared::projection::{CatchUp, Projection, ProjectionError, ProjectionRunner};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::store::{EventStore, ExpectedVersion, StoreError};
 use ghost_shared::testing::{repo_config_dir, TestEnv};
@@ -55,6 +55,31 @@ fn runner(store: &EventStore, projection: Arc<dyn Projection>) -> ProjectionRunn
     ProjectionRunner::new(store.clone(), projection, 500, Duration::from_millis(50))
 }
 
+/// Catch-up passes until nothing is held back: events stay invisible to the gap-safe read
+/// while any older transaction runs anywhere in the cluster (other tests' databases
+/// included), so one pass may see nothing yet. The first error ends it.
+async fn catch_up(runner: &ProjectionRunner) -> Result<CatchUp, ProjectionError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut total = CatchUp {
+        processed: 0,
+        parked: 0,
+        pending: false,
+    };
+    loop {
+        let pass = runner.catch_up().await?;
+        total.processed += pass.processed;
+        total.parked += pass.parked;
+        if !pass.pending {
+            return Ok(total);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "events held back for 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `(projection, event_id, position, error)` of every parked event, oldest first.
 async fn parked(store: &EventStore) -> Vec<(String, Uuid, i64, String)> {
     sqlx::query_as(
@@ -90,7 +115,7 @@ async fn an_event_that_does_not_decode_is_parked_and_the_projection_moves_on() {
     .await;
     let runner = runner(&store, Arc::new(AssistantTextProjection));
 
-    let pass = runner.catch_up().await.expect("the pass does not stall");
+    let pass = catch_up(&runner).await.expect("the pass does not stall");
     assert_eq!(pass.processed, 3);
     assert_eq!(texts(&store).await, ["before", "after"]);
     let parked = parked(&store).await;
@@ -102,7 +127,7 @@ async fn an_event_that_does_not_decode_is_parked_and_the_projection_moves_on() {
     assert!(error.contains("does not decode"), "{error}");
 
     // The checkpoint moved past it: a second pass neither applies nor parks it again.
-    assert_eq!(runner.catch_up().await.expect("second pass").processed, 0);
+    assert_eq!(catch_up(&runner).await.expect("second pass").processed, 0);
     assert_eq!(parked_len(&store).await, 1);
     env.cleanup().await;
 }
@@ -153,8 +178,7 @@ async fn every_projection_parks_what_it_cannot_decode() {
         let stream = format!("session-{name}");
         let stored = append(&store, &stream, &[bad, good]).await;
         let projection = projection_by_name(name, &env.config).expect("known projection");
-        runner(&store, projection)
-            .catch_up()
+        catch_up(&runner(&store, projection))
             .await
             .unwrap_or_else(|e| panic!("{name} stalled: {e}"));
         let applied: i64 = sqlx::query_scalar(check)
@@ -251,7 +275,7 @@ async fn a_statement_that_fails_in_the_database_is_parked_and_the_rest_of_the_ba
     picky_table(&store).await;
     let stored = append(&store, "session-x", &[pick(1), pick(-1), pick(2), pick(3)]).await;
     let runner = runner(&store, Arc::new(Picky::new()));
-    runner.catch_up().await.expect("no stall");
+    catch_up(&runner).await.expect("no stall");
     assert_eq!(picked(&store).await, [1, 2, 3]);
     let parked = parked(&store).await;
     assert_eq!(parked.len(), 1);
@@ -274,13 +298,12 @@ async fn a_transient_failure_is_retried_not_parked() {
     )
     .await;
     let runner = runner(&store, picky.clone());
-    assert!(runner.catch_up().await.is_err(), "the pass reports it");
+    assert!(catch_up(&runner).await.is_err(), "the pass reports it");
     assert!(picky.transient_failures.load(Ordering::SeqCst) >= 1);
     assert_eq!(parked_len(&store).await, 0, "nothing parked");
     assert!(picked(&store).await.is_empty(), "the batch rolled back");
     picky.flaky.store(false, Ordering::SeqCst);
-    runner
-        .catch_up()
+    catch_up(&runner)
         .await
         .expect("applies once the failure passed");
     assert_eq!(picked(&store).await, [1, 2]);
@@ -294,7 +317,7 @@ async fn retry_applies_what_works_now_and_keeps_what_still_fails() {
     picky_table(&store).await;
     let stored = append(&store, "session-y", &[pick(1), pick(-1), pick(-2)]).await;
     let runner = runner(&store, Arc::new(Picky::new()));
-    let pass = runner.catch_up().await.unwrap();
+    let pass = catch_up(&runner).await.unwrap();
     assert_eq!((pass.processed, pass.parked), (3, 2));
     assert_eq!(runner.parked_total(), 2, "counted");
     // The operator fixes the cause for one of them.
@@ -391,6 +414,27 @@ async fn ghost_projections_retry_reapplies_parked_events() {
     let (ok, out) = ghost(&env, &["projections", "retry", "no_such_projection"]).await;
     assert!(!ok && out.contains("unknown projection"), "{out}");
     env.cleanup().await;
+}
+
+/// `ghost projections rebuild <name>`, again until it replayed every stored event (the
+/// gap-safe read holds back what a transaction younger than a running one wrote, and other
+/// tests' transactions run in the same cluster).
+async fn rebuild_all(env: &TestEnv, store: &EventStore, name: &str) {
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    let expected = format!("rebuilt {name} from {stored} events");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, out) = ghost(env, &["projections", "rebuild", name]).await;
+        assert!(ok, "{out}");
+        if out.contains(&expected) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Every table of every projection, as JSON rows in a stable order.
@@ -496,7 +540,7 @@ async fn every_rebuild_starts_from_wrong_rows_and_ends_with_the_live_rows() {
     let mut live = Vec::new();
     for (name, tables) in projections {
         let projection = projection_by_name(name, &env.config).unwrap();
-        runner(&store, projection).catch_up().await.unwrap();
+        catch_up(&runner(&store, projection)).await.unwrap();
         let rows = snapshot(&store, tables).await;
         assert!(
             rows.iter().all(|(_, r)| r.is_array()),
@@ -516,8 +560,7 @@ async fn every_rebuild_starts_from_wrong_rows_and_ends_with_the_live_rows() {
             expected,
             "{name}: wrong rows"
         );
-        let (ok, out) = ghost(&env, &["projections", "rebuild", name]).await;
-        assert!(ok, "{out}");
+        rebuild_all(&env, &store, name).await;
         assert_eq!(&snapshot(&store, tables).await, expected, "{name} rebuilt");
         let parked = ghost_shared::parking::count(store.pool(), name)
             .await
