@@ -5,6 +5,13 @@
 //!   `Nats-Msg-Id` = event id);
 //! - `<prefix>.dlq.<consumer>`: poison messages (JetStream, kept for operators);
 //! - `<prefix>.stream.<turn>`: token deltas of one reply (core NATS).
+//!
+//! Both JetStream streams are bounded (`bus.max_age_secs`, `bus.max_bytes`) and drop their
+//! oldest messages first. Postgres is the record (projections read it, not the bus); the
+//! streams only carry events from commit to consumer, so the limits bound the server's
+//! storage at the price that a consumer stopped for longer than they allow misses what
+//! expired. Dropping the oldest (rather than refusing new publishes) keeps the live system
+//! moving when a stream fills.
 
 mod consumer;
 
