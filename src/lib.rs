@@ -3,8 +3,10 @@
 //!
 //! - [`stack`]: start any set of services with their shared connections;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
-//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`.
+//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
+//!
+//! The load commands run the real services against the fakes of `ghost-testkit`.
 
 pub mod load;
 pub mod probe;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use ghost_shared::fake_llm::{FakeLlm, Script};
-use ghost_shared::testing::TestEnv;
+use ghost_testkit::fake_llm::{FakeLlm, Script};
+use ghost_testkit::testing::TestEnv;
 
 use crate::stack::{start_stack, ServiceName};
 

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use ghost::stack::{projection_by_name, start_stack, ServiceName, PROJECTIONS};
 use ghost_shared::config::Config;
 use ghost_shared::llm::LlmClient;
-use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::store::EventStore;
 
 /// Ghost: a self-hosted persona AI backend.

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use ghost_shared::config::Config;
-use ghost_shared::projection::Projection;
 use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projector::Projection;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 /// A service `ghost run` can start.

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use ghost_shared::event::{EventMetadata, NewEvent};
+use ghost_shared::envelope::{EventMetadata, NewEvent};
 use ghost_shared::events::{stage_stream, StageUserInput};
-use ghost_shared::fake_llm::{FakeLlm, Script};
 use ghost_shared::store::ExpectedVersion;
-use ghost_shared::testing::TestEnv;
+use ghost_testkit::fake_llm::{FakeLlm, Script};
+use ghost_testkit::testing::TestEnv;
 
 use crate::stack::{start_stack, ServiceName};
 

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use ghost_shared::fake_llm::FakeLlm;
-use ghost_shared::fake_platforms::FakeLine;
-use ghost_shared::testing::{repo_config_dir, TestEnv};
+use ghost_testkit::fake_llm::FakeLlm;
+use ghost_testkit::fake_platforms::FakeLine;
+use ghost_testkit::testing::{repo_config_dir, TestEnv};
 
 /// Options of `ghost webhook-load`.
 #[derive(Debug, Clone, Args)]

@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
-use ghost_shared::fake_llm::{Failure, Script};
 use ghost_shared::media::MediaStore;
-use ghost_shared::testing::eventually;
+use ghost_testkit::fake_llm::{Failure, Script};
+use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
 use support::logs::LogCapture;
 use support::platforms::ChannelApp;

@@ -5,8 +5,8 @@ mod support;
 use std::time::Duration;
 
 use futures::future::join_all;
-use ghost_shared::fake_llm::Script;
-use ghost_shared::fake_platforms::Scripted;
+use ghost_testkit::fake_llm::Script;
+use ghost_testkit::fake_platforms::Scripted;
 use serde_json::{json, Value};
 use support::platforms::{line_sign, line_text, line_text_event, ChannelApp};
 

@@ -4,8 +4,8 @@ mod support;
 
 use std::time::Duration;
 
-use ghost_shared::fake_llm::Script;
-use ghost_shared::fake_platforms::Scripted;
+use ghost_testkit::fake_llm::Script;
+use ghost_testkit::fake_platforms::Scripted;
 use serde_json::json;
 use support::platforms::{slack_event, slack_sign, ChannelApp, BOT};
 

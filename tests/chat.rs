@@ -5,13 +5,13 @@ mod support;
 
 use std::time::Duration;
 
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     AssistantReplied, RenderFailed, RenderRequested, RouteDecided, UserMessageReceived,
 };
-use ghost_shared::fake_llm::{Failure, Script};
 use ghost_shared::projections::AssistantTextProjection;
-use ghost_shared::testing::eventually;
+use ghost_testkit::fake_llm::{Failure, Script};
+use ghost_testkit::testing::eventually;
 use support::{TestApp, TOKEN};
 
 #[tokio::test]
@@ -288,7 +288,10 @@ async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
     // Rebuild with the operator command, as a separate process.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
         .args(["projections", "rebuild", "assistant_text"])
-        .env("GHOST_CONFIG_DIR", ghost_shared::testing::repo_config_dir())
+        .env(
+            "GHOST_CONFIG_DIR",
+            ghost_testkit::testing::repo_config_dir(),
+        )
         .envs(app.env.vars.iter().cloned())
         .output()
         .await

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided};
-use ghost_shared::fake_llm::Script;
 use ghost_shared::projections::AssistantTextProjection;
-use ghost_shared::testing::eventually;
+use ghost_testkit::fake_llm::Script;
+use ghost_testkit::testing::eventually;
 use support::{read_sse, TestApp, TOKEN};
 
 async fn wait_for_crash(child: &mut tokio::process::Child) {

@@ -9,12 +9,12 @@ use ghost::stack::ServiceName;
 use ghost_shared::affect::{
     Affect, AffectLabel, MoodConstants, ResponsePolicy, DEFAULT_TRAILER_MARKER,
 };
-use ghost_shared::event::NewEvent;
+use ghost_shared::envelope::NewEvent;
 use ghost_shared::events::{persona_stream, AffectReflected, AssistantReplied};
-use ghost_shared::fake_llm::Script;
 use ghost_shared::mood_api::{self, MoodAnswer, MoodQuery};
 use ghost_shared::store::{EventStore, ExpectedVersion};
-use ghost_shared::testing::{eventually, origin_event, repo_config_dir, WORKER_MODEL};
+use ghost_testkit::fake_llm::Script;
+use ghost_testkit::testing::{eventually, origin_event, repo_config_dir, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::{TestApp, TOKEN};
 use uuid::Uuid;

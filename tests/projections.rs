@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost::stack::projection_by_name;
-use ghost_shared::event::{EventMetadata, NewEvent, RecordedEvent};
-use ghost_shared::projection::{CatchUp, Projection, ProjectionError, ProjectionRunner};
+use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
 use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projector::{CatchUp, Projection, ProjectionError, ProjectionRunner};
 use ghost_shared::store::{EventStore, ExpectedVersion, StoreError};
-use ghost_shared::testing::{repo_config_dir, TestEnv};
+use ghost_testkit::testing::{repo_config_dir, TestEnv};
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;

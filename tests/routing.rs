@@ -8,12 +8,12 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ghost_router::projections::{RoutingLogProjection, RoutingSessionsProjection};
-use ghost_shared::event::EventPayload;
+use ghost_router::projections::{RoutingLog, RoutingSessions};
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     ClassifyRequested, LoopDecided, RenderRequested, RouteDecided, WorkRequested,
 };
-use ghost_shared::testing::eventually;
+use ghost_testkit::testing::eventually;
 use routing_support::{payload, Kind, RoutingApp, Scripts, PERSONA_REPLY};
 use serde_json::Value;
 
@@ -141,7 +141,7 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
             eventually(Duration::from_secs(15), "routing log rows", || async {
                 let mut rows = Vec::new();
                 for u in &users {
-                    let row = RoutingLogProjection::get(r.app.store.pool(), u.event_id)
+                    let row = RoutingLog::get(r.app.store.pool(), u.event_id)
                         .await
                         .ok()??;
                     row.final_route.as_ref()?;
@@ -176,7 +176,7 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
 
     // Session state as a projection: the last primary route.
     let session = eventually(Duration::from_secs(15), "session row", || async {
-        RoutingSessionsProjection::get(r.app.store.pool(), explicit)
+        RoutingSessions::get(r.app.store.pool(), explicit)
             .await
             .ok()?
     })
@@ -386,7 +386,7 @@ async fn short_memory_is_summarized_and_used_in_prompts() {
     r.say("m", "/chat one").await;
     r.say("m", "/chat two").await;
     eventually(Duration::from_secs(15), "summary row", || async {
-        RoutingSessionsProjection::get(r.app.store.pool(), "m")
+        RoutingSessions::get(r.app.store.pool(), "m")
             .await
             .ok()?
             .and_then(|s| s.summary)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_shared::bus::EventHandler;
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     ClassifierCallStarted, ClassifierReplied, ClassifyRequested, RouteDecided, UserMessageReceived,
     WorkRequested,

@@ -7,8 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use ghost_router::projections::RoutingLogProjection;
-use ghost_shared::testing::eventually;
+use ghost_router::projections::RoutingLog;
+use ghost_testkit::testing::eventually;
 use routing_support::{RoutingApp, Scripts};
 use support::logs::LogCapture;
 
@@ -57,7 +57,7 @@ async fn planted_secrets_never_reach_the_cloud_or_the_logs() {
     // The routing log keeps the input masked.
     let users = r.of_type("sec", "UserMessageReceived").await;
     let row = eventually(Duration::from_secs(15), "routing log row", || async {
-        RoutingLogProjection::get(r.app.store.pool(), users[0].event_id)
+        RoutingLog::get(r.app.store.pool(), users[0].event_id)
             .await
             .ok()?
     })

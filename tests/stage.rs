@@ -8,12 +8,12 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use ghost::stack::{start_stack, ServiceName};
 use ghost::stage_load::cast_model_overrides;
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{
     stage_stream, NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
-use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
-use ghost_shared::testing::TestEnv;
+use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
+use ghost_testkit::testing::TestEnv;
 use serde_json::{json, Value};
 use support::{TestApp, TOKEN};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -187,7 +187,7 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
     let reasons: Vec<String> = events
         .iter()
         .filter_map(|e| e.decode::<NextSpeakerChosen>().ok())
-        .map(|c| c.reason)
+        .map(|c| c.reason.as_str().to_owned())
         .collect();
     assert_eq!(
         reasons,
@@ -264,7 +264,7 @@ async fn a_character_that_times_out_is_skipped_by_the_fallback() {
     );
     let first_choice: NextSpeakerChosen = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!(first_choice.next_id.as_deref(), Some("NOX"));
-    assert_eq!(first_choice.reason, "round_robin");
+    assert_eq!(first_choice.reason.as_str(), "round_robin");
     let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!(ended.turns, 3, "the failed turn counts toward the cap");
     app.cleanup().await;
@@ -286,7 +286,7 @@ async fn alone_on_stage_nobody_is_next_and_the_run_ends() {
     let chosen: NextSpeakerChosen = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!((chosen.next_id, chosen.reason.as_str()), (None, "none"));
     let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
-    assert_eq!(ended.reason, "none");
+    assert_eq!(ended.reason.as_str(), "none");
     app.cleanup().await;
 }
 
@@ -322,7 +322,7 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     frames_until(&mut ws, is_active).await;
     let events = stage_events(&app, "s4").await;
     let ended: StageEnded = events.iter().find_map(|e| e.decode().ok()).unwrap();
-    assert_eq!(ended.reason, "stopped");
+    assert_eq!(ended.reason.as_str(), "stopped");
     assert!(events.iter().filter(|e| e.is::<StageSpoke>()).count() < 2);
 
     // Without the token there is no upgrade.

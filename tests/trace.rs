@@ -6,8 +6,8 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ghost_shared::fake_llm::Script;
-use ghost_shared::testing::eventually;
+use ghost_testkit::fake_llm::Script;
+use ghost_testkit::testing::eventually;
 use opentelemetry::trace::TraceId;
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};

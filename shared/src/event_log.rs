@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 use crate::bus::{Bus, BusError};
-use crate::event::{NewEvent, RecordedEvent};
+use crate::envelope::{NewEvent, RecordedEvent};
 use crate::store::{read::row_to_event, AppendOutcome, EventStore, ExpectedVersion, StoreError};
 
 /// Failure of an append-and-publish.

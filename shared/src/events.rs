@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::event::EventPayload;
+use crate::envelope::EventPayload;
+use crate::routing::{DecisionOrigin, Notice, Route, RouteSource};
 
 /// The channel a conversation arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,9 +65,9 @@ pub struct RouteDecided {
     /// The user message this decides for.
     pub user_event_id: Uuid,
     /// `CHAT`, `CODE`, `ANALYZE`, `PLAN`, `OPS` or `RESEARCH`.
-    pub route: String,
-    /// How it was decided (`explicit`, `rule`, `classifier`, `default`).
-    pub source: String,
+    pub route: Route,
+    /// How it was decided (`explicit`, `rule`, `classifier`, `default`, ...).
+    pub source: RouteSource,
     /// The session's `local_only` flag after this message (set by `/local`, cleared by `/cloud`).
     #[serde(default)]
     pub local_only: bool,
@@ -113,7 +114,7 @@ pub struct RenderRequested {
     pub declaration: Option<String>,
     /// What the persona must mention briefly (`cloud_required`, `local_on`, `local_off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
+    pub notice: Option<Notice>,
     /// The session's short-memory summary, when the history has grown past its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_summary: Option<String>,
@@ -180,7 +181,7 @@ pub struct WorkRequested {
     /// The user message being served.
     pub user_event_id: Uuid,
     /// `ANALYZE`, `PLAN`, `OPS`, `RESEARCH`, `CODE`.
-    pub route: String,
+    pub route: Route,
     /// What to do (already masked where it goes to the cloud).
     pub task: String,
     /// Loop number within the user message (1-based).
@@ -205,7 +206,7 @@ pub struct WorkerCompleted {
     /// The user message being served.
     pub user_event_id: Uuid,
     /// The route worked on.
-    pub route: String,
+    pub route: Route,
     /// The worker's output as returned by the model.
     pub result: String,
 }
@@ -222,7 +223,7 @@ pub struct WorkerFailed {
     /// The user message being served.
     pub user_event_id: Uuid,
     /// The route worked on.
-    pub route: String,
+    pub route: Route,
     /// Stable code.
     pub code: String,
     /// Short explanation.
@@ -269,7 +270,7 @@ pub struct ClassifyRequested {
     /// The user message to route.
     pub user_event_id: Uuid,
     /// `classifier` or `kuro`.
-    pub mode: String,
+    pub mode: DecisionOrigin,
     /// The text to route (the message without its leading commands).
     pub text: String,
     /// Conversation context for the decision (summary and last turns), oldest first.
@@ -304,7 +305,7 @@ pub struct ClassifierReplied {
     /// The user message being routed.
     pub user_event_id: Uuid,
     /// `classifier` or `kuro`.
-    pub mode: String,
+    pub mode: DecisionOrigin,
     /// The model's reply as returned (validated by the router, never trusted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
@@ -325,14 +326,14 @@ pub struct LoopDecided {
     /// The user message being served.
     pub user_event_id: Uuid,
     /// The route the worker ran on.
-    pub route: String,
+    pub route: Route,
     /// The run's loop number (1-based).
     pub loop_index: u32,
     /// `render`, `render_failure`, `another_loop`, `ask_user`, `limit_reached`, `reroute`.
     pub decision: String,
     /// The new route of a reroute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reroute_to: Option<String>,
+    pub reroute_to: Option<Route>,
     /// The worker's `needs_next_loop`, when its output kept the contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs_next_loop: Option<bool>,
@@ -475,6 +476,73 @@ impl EventPayload for StageTurnFailed {
     const EVENT_TYPE: &'static str = "StageTurnFailed";
 }
 
+/// Why a next speaker was (or was not) chosen (seed 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextSpeakerReason {
+    /// The tag named a registered character by id, display name, short name or synonym.
+    Tag,
+    /// The tag named a registered character only approximately (ratio ≥ threshold).
+    Fuzzy,
+    /// No usable tag: next in registry order after the current speaker.
+    RoundRobin,
+    /// No usable tag: a random other character.
+    Random,
+    /// Nobody else can speak; the autonomous loop ends.
+    None,
+}
+
+impl NextSpeakerReason {
+    /// The wire name (`tag`, `fuzzy`, `round_robin`, `random`, `none`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NextSpeakerReason::Tag => "tag",
+            NextSpeakerReason::Fuzzy => "fuzzy",
+            NextSpeakerReason::RoundRobin => "round_robin",
+            NextSpeakerReason::Random => "random",
+            NextSpeakerReason::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for NextSpeakerReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a stage run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageEndReason {
+    /// `stage.auto_loops` turns were taken.
+    Cap,
+    /// Nobody else can speak.
+    None,
+    /// A client asked the run to stop.
+    Stopped,
+    /// A turn was given up on.
+    Error,
+}
+
+impl StageEndReason {
+    /// The wire name (`cap`, `none`, `stopped`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageEndReason::Cap => "cap",
+            StageEndReason::None => "none",
+            StageEndReason::Stopped => "stopped",
+            StageEndReason::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for StageEndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The next-speaker decision after a turn (seed 000's `Resolved`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NextSpeakerChosen {
@@ -489,7 +557,7 @@ pub struct NextSpeakerChosen {
     /// Who is nominated; `None` when nobody else can speak.
     pub next_id: Option<String>,
     /// `tag`, `fuzzy`, `round_robin`, `random` or `none`.
-    pub reason: String,
+    pub reason: NextSpeakerReason,
     /// The raw name inside the tag.
     pub extracted: String,
     /// The name after normalization.
@@ -511,7 +579,7 @@ pub struct StageEnded {
     pub turns: u32,
     /// `cap` (auto_loops reached), `none` (nobody to speak), `stopped` (a client asked) or
     /// `error` (a turn was given up on).
-    pub reason: String,
+    pub reason: StageEndReason,
 }
 
 impl EventPayload for StageEnded {
@@ -674,6 +742,52 @@ impl EventPayload for ReplyFailed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage_reasons_serialise_as_the_old_strings() {
+        let reasons = [
+            NextSpeakerReason::Tag,
+            NextSpeakerReason::Fuzzy,
+            NextSpeakerReason::RoundRobin,
+            NextSpeakerReason::Random,
+            NextSpeakerReason::None,
+        ];
+        for r in reasons {
+            let json = serde_json::to_string(&r).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+        }
+        let ends = [
+            StageEndReason::Cap,
+            StageEndReason::None,
+            StageEndReason::Stopped,
+            StageEndReason::Error,
+        ];
+        for r in ends {
+            let json = serde_json::to_string(&r).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+        }
+    }
+
+    #[test]
+    fn typed_fields_keep_the_stored_json_shape() {
+        let json = serde_json::json!({
+            "session_id": "s", "user_event_id": Uuid::nil(), "route": "CODE",
+            "source": "classifier_failed", "local_only": true, "entry": "router"
+        });
+        let d: RouteDecided =
+            serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (d.route, d.source),
+            (Route::Code, RouteSource::ClassifierFailed)
+        );
+        let back = serde_json::to_value(&d).unwrap_or_default();
+        assert_eq!(back["route"], "CODE");
+        assert_eq!(back["source"], "classifier_failed");
+        let bad = serde_json::json!({
+            "session_id": "s", "user_event_id": Uuid::nil(), "route": "DANCE", "source": "rule"
+        });
+        assert!(serde_json::from_value::<RouteDecided>(bad).is_err());
+    }
 
     #[test]
     fn image_turns_recorded_before_the_media_table_still_decode() {

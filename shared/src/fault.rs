@@ -2,6 +2,11 @@
 //!
 //! `GHOST_FAULTS=store.after_commit,persona.after_append` makes the process abort at those
 //! points, exactly as a `kill -9` would at the worst moment. Unset in normal operation.
+//!
+//! This is the production-side hook, so it stays in this crate while the test doubles live in
+//! `ghost-testkit`: the crash tests run the real `ghost` binary as a child process and arm its
+//! points through the environment, so [`point`] must be compiled into the production code it
+//! interrupts. Unarmed it costs one lookup in an empty set.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;

@@ -1,13 +1,13 @@
 //! Parked events: what a projection could not decode or apply, kept with the error in
 //! `projection_parked` (migration 0020) so the projection moves on instead of stalling.
-//! [`crate::projection::ProjectionRunner::retry_parked`] applies them again.
+//! [`crate::projector::ProjectionRunner::retry_parked`] applies them again.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 use crate::store::read::{row_to_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 

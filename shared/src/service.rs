@@ -3,9 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bus::{Bus, BusError};
+use crate::bus::{Bus, BusError, HandlerError};
 use crate::config::Config;
+use crate::envelope::RecordedEvent;
 use crate::event_log::{run_outbox_relay, EventLog};
+use crate::ids::derive_event_id;
 use crate::llm::{LlmClient, LlmError};
 use crate::store::{EventStore, StoreError};
 
@@ -123,6 +125,33 @@ impl ServiceContext {
     /// The bus.
     pub fn bus(&self) -> &Bus {
         self.log.bus()
+    }
+
+    /// The first stored outcome of `cause` among `steps` (each outcome's id derives from the
+    /// cause and the step name, see [`derive_event_id`]), if any: how a handler sees that a
+    /// redelivered message was already handled.
+    pub async fn stored_outcome(
+        &self,
+        cause: &RecordedEvent,
+        steps: &[&str],
+    ) -> Result<Option<RecordedEvent>, HandlerError> {
+        let ids: Vec<uuid::Uuid> = steps
+            .iter()
+            .map(|step| derive_event_id(cause.event_id, step))
+            .collect();
+        self.store()
+            .get_any(&ids)
+            .await
+            .map_err(HandlerError::transient)
+    }
+
+    /// Whether any of `steps`' outcomes of `cause` is stored already (a redelivery).
+    pub async fn outcome_stored(
+        &self,
+        cause: &RecordedEvent,
+        steps: &[&str],
+    ) -> Result<bool, HandlerError> {
+        Ok(self.stored_outcome(cause, steps).await?.is_some())
     }
 
     /// A client for the model configured under `llm.<role>`.

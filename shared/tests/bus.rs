@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::event_log::{relay_once, EventLog};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
-use ghost_shared::testing::{eventually, user_message, TestEnv};
+use ghost_testkit::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
 fn message(text: &str) -> NewEvent {

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use futures::StreamExt;
-use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
 use ghost_shared::llm::{
     ChatMessage, GenerationOptions, ImagePart, LlmClient, LlmError, LlmRoleConfig, Provider,
 };
+use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,11 +1,11 @@
 //! The event store against the real Postgres.
 
-use ghost_shared::event::NewEvent;
+use ghost_shared::envelope::NewEvent;
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::store::{ExpectedVersion, ReadPosition, StoreError};
 use std::time::Duration;
 
-use ghost_shared::testing::{eventually, user_message, TestEnv};
+use ghost_testkit::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
 fn message(id: Uuid, text: &str) -> NewEvent {

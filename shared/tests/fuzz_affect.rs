@@ -1,12 +1,12 @@
 //! Fuzzed affect trailers (seed 004): whatever the model writes after (or instead of) the
 //! marker, parsing never panics and keeps only valid fields, and no chunking of the reply lets
 //! the marker or the trailer reach the user. `PROPTEST_CASES` inputs per property
-//! (`ghost_shared::fuzz`).
+//! (`ghost_testkit::fuzz`).
 
 use ghost_shared::affect::{
     parse_affect, split_trailer, Affect, TrailerStreamFilter, DEFAULT_TRAILER_MARKER,
 };
-use ghost_shared::fuzz;
+use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
 const AFFECTS: &[&str] = &[

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ghost::stack::ServiceName;
-use ghost_shared::event::RecordedEvent;
-use ghost_shared::fake_llm::{FakeLlm, RecordedRequest, Script};
+use ghost_shared::envelope::RecordedEvent;
+use ghost_testkit::fake_llm::{FakeLlm, RecordedRequest, Script};
 use serde_json::Value;
 
 use crate::support::TestApp;

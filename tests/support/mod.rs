@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use ghost::stack::{start_stack, ServiceName, Stack};
-use ghost_shared::event::session_stream;
-use ghost_shared::event::RecordedEvent;
-use ghost_shared::fake_llm::{FakeLlm, RecordedRequest, Script};
+use ghost_shared::envelope::session_stream;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::store::EventStore;
-use ghost_shared::testing::{repo_config_dir, TestEnv, PERSONA_MODEL, WORKER_MODEL};
+use ghost_testkit::fake_llm::{FakeLlm, RecordedRequest, Script};
+use ghost_testkit::testing::{repo_config_dir, TestEnv, PERSONA_MODEL, WORKER_MODEL};
 use serde_json::Value;
 
 /// A valid, calm affect JSON (what the fake worker reflects by default).

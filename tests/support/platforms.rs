@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_gateway::{line, slack};
-use ghost_shared::fake_platforms::{FakeLine, FakeSlack};
+use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
 
 use super::TestApp;
 
@@ -115,8 +115,8 @@ impl ChannelApp {
     }
 
     /// Waits until fake LINE has at least `n` deliveries.
-    pub async fn line_deliveries(&self, n: usize) -> Vec<ghost_shared::fake_platforms::Delivery> {
-        ghost_shared::testing::eventually(Duration::from_secs(30), "LINE deliveries", || async {
+    pub async fn line_deliveries(&self, n: usize) -> Vec<ghost_testkit::fake_platforms::Delivery> {
+        ghost_testkit::testing::eventually(Duration::from_secs(30), "LINE deliveries", || async {
             let d = self.line.deliveries();
             (d.len() >= n).then_some(d)
         })
@@ -124,8 +124,8 @@ impl ChannelApp {
     }
 
     /// Waits until fake Slack has at least `n` posts.
-    pub async fn slack_deliveries(&self, n: usize) -> Vec<ghost_shared::fake_platforms::Delivery> {
-        ghost_shared::testing::eventually(Duration::from_secs(30), "Slack posts", || async {
+    pub async fn slack_deliveries(&self, n: usize) -> Vec<ghost_testkit::fake_platforms::Delivery> {
+        ghost_testkit::testing::eventually(Duration::from_secs(30), "Slack posts", || async {
             let d = self.slack.deliveries();
             (d.len() >= n).then_some(d)
         })
@@ -143,7 +143,7 @@ impl ChannelApp {
 
     /// Waits until `n` events of `event_type` exist.
     pub async fn wait_events(&self, event_type: &str, n: usize) -> Vec<serde_json::Value> {
-        ghost_shared::testing::eventually(Duration::from_secs(30), event_type, || async {
+        ghost_testkit::testing::eventually(Duration::from_secs(30), event_type, || async {
             let e = self.events_of(event_type).await;
             (e.len() >= n).then_some(e)
         })

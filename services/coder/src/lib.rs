@@ -9,12 +9,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ghost_router::routing::{mask_secrets, Route};
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::masking::mask_secrets;
+use ghost_shared::routing::Route;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -75,27 +75,19 @@ pub struct Coder {
 impl EventHandler for Coder {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
-        if work.route != Route::Code.as_str() {
+        if work.route != Route::Code {
             return Ok(()); // the local worker's
         }
-        for step in [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE] {
-            if self
-                .ctx
-                .store()
-                .get(derive_event_id(event.event_id, step))
-                .await
-                .map_err(HandlerError::transient)?
-                .is_some()
-            {
-                return Ok(()); // a redelivery changes nothing
-            }
+        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        if self.ctx.outcome_stored(&event, &steps).await? {
+            return Ok(()); // a redelivery changes nothing
         }
         let service = self.ctx.service;
         let failed = |code: &str, message: String| {
             let failed = WorkerFailed {
                 session_id: work.session_id.clone(),
                 user_event_id: work.user_event_id,
-                route: work.route.clone(),
+                route: work.route,
                 code: code.to_owned(),
                 message,
             };
@@ -116,7 +108,7 @@ impl EventHandler for Coder {
                     let done = WorkerCompleted {
                         session_id: work.session_id.clone(),
                         user_event_id: work.user_event_id,
-                        route: work.route.clone(),
+                        route: work.route,
                         result,
                     };
                     NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)

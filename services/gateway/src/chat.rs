@@ -18,7 +18,7 @@ use tracing::{info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use uuid::Uuid;
 
-use ghost_shared::event::{session_stream, EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     ends_turn, AssistantReplied, Channel, RenderFailed, UserMessageReceived,
 };

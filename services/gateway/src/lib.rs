@@ -6,8 +6,13 @@
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
-//! - [`webhooks`]: `POST /webhooks/line`, `POST /webhooks/slack` (signed, deduplicated);
-//! - [`deliver`]: LINE and Slack replies, each at most once; [`media`]: LINE images into the media table, and its sweeper.
+//! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
+//!   (signed, deduplicated);
+//! - [`deliver`]: the consumer that sends LINE and Slack replies, each at most once;
+//!   [`media`]: LINE images into the media table, and its sweeper;
+//! - [`line`] / [`slack`]: each platform's protocol as pure functions — wire types
+//!   (`line::wire`, `slack::wire`), signatures, turn classification, reply shaping and
+//!   retry policies — used by the handlers and by delivery.
 
 pub mod auth;
 pub mod chat;

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{Channel, ImageAttachment, LineImageReceived, UserMessageReceived};
 use ghost_shared::media::MediaStore;
 use ghost_shared::service::{ServiceContext, ServiceHandle};
@@ -149,15 +149,7 @@ async fn read_capped(response: reqwest::Response, max: u64) -> Result<Vec<u8>, H
 impl EventHandler for ImageFetcher {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let image: LineImageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
-        if self
-            .ctx
-            .store()
-            .get(id)
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some()
-        {
+        if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(());
         }
         let media_id = ghost_shared::ids::derive_event_id(event.event_id, MEDIA_STEP);

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tracing::{debug, warn};
 use uuid::Uuid;
 
-use ghost_shared::event::{EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     stage_stream, StageMemorySaved, StageSpoke, StageStopRequested, StageTurnFailed,
     StageTurnRequested, StageUserInput,

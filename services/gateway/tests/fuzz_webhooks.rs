@@ -1,9 +1,9 @@
 //! Fuzzed webhook boundaries: whatever LINE's or Slack's side (or anyone else) POSTs, the body
 //! parsers, the event classification and the signature and retry headers never panic, and
-//! every failure is a clear error. `PROPTEST_CASES` inputs per property (`ghost_shared::fuzz`).
+//! every failure is a clear error. `PROPTEST_CASES` inputs per property (`ghost_testkit::fuzz`).
 
 use ghost_gateway::{line, slack};
-use ghost_shared::fuzz;
+use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
 const LINE_SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ghost_mood::mood::{mood_at, Episode, MoodConstants, MoodProjection};
+use ghost_mood::mood::{mood_at, Episode, MoodConstants, MoodWindow};
 use ghost_shared::affect::{
     AffectLabel, ResponsePolicy, TrailerStreamFilter, DEFAULT_TRAILER_MARKER,
 };
@@ -44,7 +44,7 @@ fn episodes(n: usize) -> Vec<Episode> {
 fn bench(c: &mut Criterion) {
     let constants = MoodConstants::default();
     let eps = episodes(500);
-    let projection = MoodProjection::restore(constants, eps.clone()).expect("valid");
+    let projection = MoodWindow::restore(constants, eps.clone()).expect("valid");
 
     c.bench_function("projection_state_at_500", |b| {
         b.iter(|| black_box(&projection).state_at(black_box(NOW)))
@@ -54,18 +54,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| mood_at(black_box(&eps), black_box(NOW), &constants))
     });
 
-    c.bench_function("projection_apply_full_window", |b| {
-        let mut p = projection.clone();
-        let mut at = NOW;
-        let template = eps[123].clone();
-        b.iter(|| {
-            at += 1.0;
-            let e = Episode {
-                at,
-                ..template.clone()
-            };
-            black_box(p.apply(black_box(e)))
-        })
+    // What the service does per read: the stored rows (oldest first) into a window.
+    let stored: Vec<Episode> = projection.episodes().cloned().collect();
+    c.bench_function("window_restore_500", |b| {
+        b.iter(|| MoodWindow::restore(constants, black_box(stored.iter().cloned())))
     });
 
     let reply = format!(

@@ -2,13 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use ghost_shared::affect::{Affect, MoodConstants};
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{AffectReflected, AssistantReplied};
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 
-use crate::mood::{Episode, MoodProjection};
+use crate::mood::{Episode, MoodWindow};
 
 /// Projects `AssistantReplied` (with an affect) and `AffectReflected` into `mood_episodes`
 /// (the window) and `partner_mood_state` (a row per persona).
@@ -47,7 +47,7 @@ impl MoodEpisodes {
         &self,
         executor: impl PgExecutor<'e>,
         persona: &str,
-    ) -> Result<MoodProjection, ProjectionError> {
+    ) -> Result<MoodWindow, ProjectionError> {
         let rows = sqlx::query(
             "SELECT at, label, intensity, salience, confidence, policy FROM mood_episodes \
              WHERE persona = $1 ORDER BY at, position",
@@ -71,16 +71,7 @@ impl MoodEpisodes {
                     .map_err(|e| corrupt(persona, e))?,
             });
         }
-        MoodProjection::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
-    }
-}
-
-/// An affect event whose payload does not decode: parked by the runner.
-fn undecodable(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        reason: e.to_string(),
+        MoodWindow::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
     }
 }
 
@@ -105,7 +96,9 @@ impl Projection for MoodEpisodes {
     ) -> Result<(), ProjectionError> {
         let (persona, episode) = match event.event_type.as_str() {
             AssistantReplied::EVENT_TYPE => {
-                let reply: AssistantReplied = event.decode().map_err(|e| undecodable(event, e))?;
+                let reply: AssistantReplied = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let Some(affect) = &reply.affect else {
                     return Ok(());
                 };
@@ -115,7 +108,9 @@ impl Projection for MoodEpisodes {
                 )
             }
             AffectReflected::EVENT_TYPE => {
-                let r: AffectReflected = event.decode().map_err(|e| undecodable(event, e))?;
+                let r: AffectReflected = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let e = episode(r.at, &r.affect);
                 (r.persona, e)
             }

@@ -12,7 +12,7 @@ use ghost_shared::mood_api::{
     check_persona_id, MoodAnswer, MoodDebugRequest, MoodQuery, Refusal, RefusedAnswer,
     DEBUG_SUBJECT, GET_SUBJECT,
 };
-use ghost_shared::projection::ProjectionRunner;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use serde_json::json;
 use tracing::warn;

@@ -4,6 +4,7 @@
 //! - [`prompt`]: the system prompt template;
 //! - [`capsule`]: the mood capsule and tone guide;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
+//! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
 pub mod capsule;
@@ -17,10 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::RenderRequested;
-use ghost_shared::projection::ProjectionRunner;
 use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 pub use render::Renderer;

@@ -1,6 +1,7 @@
 //! The persona's system prompt: a template from `prompts/` filled with the character.
 
 use ghost_shared::config::CharacterConfig;
+use ghost_shared::template::unknown_placeholder;
 
 /// A template whose `{{name}}`, `{{display_name}}` and `{{persona}}` are filled per character.
 #[derive(Debug, Clone)]
@@ -19,15 +20,8 @@ pub struct PromptError(String);
 impl PersonaPrompt {
     /// Checks that the template only uses known placeholders.
     pub fn new(template: String) -> Result<Self, PromptError> {
-        let mut rest = template.as_str();
-        while let Some(start) = rest.find("{{") {
-            let after = &rest[start..];
-            let end = after.find("}}").map_or(after.len(), |e| e + 2);
-            let placeholder = &after[..end];
-            if !PLACEHOLDERS.contains(&placeholder) {
-                return Err(PromptError(placeholder.to_owned()));
-            }
-            rest = &after[end..];
+        if let Some(placeholder) = unknown_placeholder(&template, &PLACEHOLDERS) {
+            return Err(PromptError(placeholder.to_owned()));
         }
         Ok(Self { template })
     }

@@ -10,9 +10,8 @@ use uuid::Uuid;
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
-use ghost_shared::event::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -259,17 +258,6 @@ impl Renderer {
     }
 }
 
-/// A stable code for each kind of model failure.
-fn failure_code(e: &LlmError) -> &'static str {
-    match e {
-        LlmError::Timeout { .. } => "llm_timeout",
-        LlmError::HttpStatus { .. } => "llm_http",
-        LlmError::MalformedStream(_) => "llm_stream",
-        LlmError::Connect(_) => "llm_unavailable",
-        _ => "llm_error",
-    }
-}
-
 #[async_trait::async_trait]
 impl EventHandler for Renderer {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
@@ -278,14 +266,10 @@ impl EventHandler for Renderer {
         let stream = session_stream(&request.session_id);
 
         // A redelivery after the outcome was stored: say it again, write nothing.
-        let outcomes =
-            [STEP_REPLIED, STEP_FAILED].map(|step| derive_event_id(event.event_id, step));
         if let Some(done) = self
             .ctx
-            .store()
-            .get_any(&outcomes)
-            .await
-            .map_err(HandlerError::transient)?
+            .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED])
+            .await?
         {
             info!(event_id = %done.event_id, "render already done; not rendering again");
             self.publish(&turn, &outcome_message(&done)).await;
@@ -337,7 +321,7 @@ impl EventHandler for Renderer {
                     session_id: request.session_id.clone(),
                     channel: request.channel,
                     user_event_id: turn,
-                    code: failure_code(&err).into(),
+                    code: err.code().into(),
                     message: err.to_string(),
                 };
                 let message = TurnStreamMessage::Error {

@@ -4,6 +4,7 @@
 
 use ghost_shared::events::RenderRequested;
 use ghost_shared::llm::ChatMessage;
+use ghost_shared::routing::Notice;
 
 /// The declaration line (with its line break) to put before the reply, streamed and stored,
 /// when this message's primary route differs from the previous one. Never internals.
@@ -33,21 +34,20 @@ pub fn summary_message(request: &RenderRequested) -> Option<ChatMessage> {
 
 /// Instructions for a notice, appended to the user's turn in the prompt.
 pub fn notice_note(request: &RenderRequested) -> Option<&'static str> {
-    let note = match request.notice.as_deref()? {
-        "cloud_required" => {
+    let note = match request.notice? {
+        Notice::CloudRequired => {
             "\n\n[note for your reply] This request needs coding work, which is off while the \
              conversation is in local-only mode: nothing was done. Say so briefly and that \
              sending /cloud lifts it. Do not mention models or servers."
         }
-        "local_on" => {
+        Notice::LocalOn => {
             "\n\n[note for your reply] The user switched local-only mode on. Acknowledge it in \
              one short sentence."
         }
-        "local_off" => {
+        Notice::LocalOff => {
             "\n\n[note for your reply] The user switched local-only mode off. Acknowledge it in \
              one short sentence."
         }
-        _ => return None,
     };
     Some(note)
 }
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn notices_and_statuses_become_instructions() {
         let r = RenderRequested {
-            notice: Some("cloud_required".into()),
+            notice: Some(Notice::CloudRequired),
             work_result: Some(serde_json::json!({"status": "failed"})),
             ..request()
         };

@@ -1,14 +1,14 @@
 //! Fuzzed stage replies (seeds 000 and 003): whatever a character's model writes, removing
 //! `<think>` blocks, shortening and reading the `[Next: …]` nomination never panic, and the
 //! next speaker is always a registered character. `PROPTEST_CASES` inputs per property
-//! (`ghost_shared::fuzz`).
+//! (`ghost_testkit::fuzz`).
 
 use ghost_persona::next_speaker::{
     extract_last_tag, resolve_next_speaker_with_rng, NominationPolicy, SpeakerEntry,
     SpeakerRegistry, XorShift64,
 };
 use ghost_persona::stage::postprocess::{shorten, strip_think};
-use ghost_shared::fuzz;
+use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
 const REPLIES: &[&str] = &[

@@ -3,9 +3,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_main, Criterion};
-use ghost_router::routing::{
-    first_stage, mask_secrets, parse_classifier_output, RuleDictionary, SessionRouting,
-};
+use ghost_router::routing::{first_stage, parse_classifier_output, RuleDictionary, SessionRouting};
+use ghost_shared::masking::mask_secrets;
 
 fn shipped_dictionary() -> Option<RuleDictionary> {
     let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/routing.yaml"))

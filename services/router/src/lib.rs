@@ -2,7 +2,7 @@
 //! the loop controller over the workers' results (seed 002).
 //!
 //! - [`routing`]: the pure decisions (commands, rule dictionary, classifier validation,
-//!   gates, loop controller, declarations, masking);
+//!   gates, loop controller, declarations; masking is `ghost_shared::masking`);
 //! - [`flow`]: the event handlers wiring them to NATS and Postgres — a user message
 //!   ([`flow::intake`]), the classifier's or Kuro's reply, and each worker result
 //!   ([`flow::loops`]);
@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::event::EventPayload;
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{ClassifierReplied, UserMessageReceived, WorkerCompleted, WorkerFailed};
-use ghost_shared::projection::{Projection, ProjectionRunner};
+use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
 pub use flow::Router;
@@ -37,7 +37,7 @@ pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, Servic
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
 }
 
-/// The router's projections (also rebuilt by `ghost projections rebuild <name>`): one
+/// The router's projections (rebuilt by `ghost projections rebuild routing`): one
 /// runner feeds `routing_sessions`, `routing_log` and `analyze_results`.
 pub fn projections() -> Vec<Arc<dyn Projection>> {
     vec![Arc::new(RoutingProjection)]

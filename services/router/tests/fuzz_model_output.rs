@@ -1,7 +1,7 @@
 //! Fuzzed model output at the router: the classifier's verdict, the worker contract and
 //! Kuro's delegation decision never panic the parsers, every failure is a clear error, and
 //! nothing a model writes can take a `/local` session to the cloud. `PROPTEST_CASES` inputs
-//! per property (`ghost_shared::fuzz`).
+//! per property (`ghost_testkit::fuzz`).
 
 use std::sync::LazyLock;
 
@@ -9,7 +9,7 @@ use ghost_router::routing::{
     first_stage_in, parse_classifier_output, parse_worker_output, EntryMode, RoutingConfig,
     SessionRouting,
 };
-use ghost_shared::fuzz;
+use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
 /// Loaded once: compiling the dictionary per case would dominate the run time.

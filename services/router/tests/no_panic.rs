@@ -4,9 +4,10 @@
 use std::sync::LazyLock;
 
 use ghost_router::routing::{
-    first_stage, mask_secrets, parse_classifier_output, parse_worker_output, FirstOutcome,
-    RoutingConfig, SessionRouting,
+    first_stage, parse_classifier_output, parse_worker_output, FirstOutcome, RoutingConfig,
+    SessionRouting,
 };
+use ghost_shared::masking::mask_secrets;
 use proptest::prelude::*;
 
 /// Loaded once: compiling the dictionary per generated case would dominate the run time.

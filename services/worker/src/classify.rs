@@ -5,17 +5,16 @@
 //! the call as failed instead of calling again.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{ClassifierCallStarted, ClassifierReplied, ClassifyRequested};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
 
-use crate::{already_done, prompt};
+use ghost_shared::routing::DecisionOrigin;
 
-/// `mode` of Kuro's delegation decision (anything else is the classifier).
-const MODE_KURO: &str = "kuro";
+use crate::prompt;
 
 /// Handles `ClassifyRequested`.
 pub struct Classifier {
@@ -67,7 +66,11 @@ impl Classifier {
 impl EventHandler for Classifier {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let request: ClassifyRequested = event.decode().map_err(HandlerError::permanent)?;
-        if already_done(&self.ctx, &event, &[ClassifierReplied::EVENT_TYPE]).await? {
+        if self
+            .ctx
+            .outcome_stored(&event, &[ClassifierReplied::EVENT_TYPE])
+            .await?
+        {
             return Ok(());
         }
         let service = self.ctx.service;
@@ -75,7 +78,7 @@ impl EventHandler for Classifier {
             let replied = ClassifierReplied {
                 session_id: request.session_id.clone(),
                 user_event_id: request.user_event_id,
-                mode: request.mode.clone(),
+                mode: request.mode,
                 raw,
                 error,
             };
@@ -95,7 +98,7 @@ impl EventHandler for Classifier {
             self.append(&request.session_id, e).await?;
             return Ok(());
         }
-        let kuro = request.mode == MODE_KURO;
+        let kuro = request.mode == DecisionOrigin::Kuro;
         let (llm, system) = if kuro {
             (&self.persona_llm, &self.kuro_prompt)
         } else {

@@ -16,10 +16,9 @@ pub mod work;
 use std::path::Path;
 use std::sync::Arc;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, HandlerError};
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::bus::{run_consumer, ConsumerSpec};
+use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{ClassifyRequested, SummarizeRequested, WorkRequested};
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::LlmClient;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
@@ -31,26 +30,6 @@ pub(crate) fn prompt(ctx: &ServiceContext, file: &str) -> Result<String, Service
     let path = ctx.config.resolve(Path::new(file));
     std::fs::read_to_string(&path)
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
-}
-
-/// Whether any of `steps`' outcomes of `event` is already stored (a redelivery).
-pub(crate) async fn already_done(
-    ctx: &ServiceContext,
-    event: &RecordedEvent,
-    steps: &[&str],
-) -> Result<bool, HandlerError> {
-    for step in steps {
-        if ctx
-            .store()
-            .get(derive_event_id(event.event_id, step))
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some()
-        {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 /// Starts the worker's consumers (needs `llm.worker`; Kuro's delegation uses the persona's

@@ -3,11 +3,10 @@
 
 use ghost_shared::affect::{parse_affect, Affect};
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AffectReflected, AssistantReplied, UserMessageReceived,
 };
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -38,15 +37,7 @@ impl EventHandler for Reflector {
         if reply.affect.is_some() {
             return Ok(()); // the trailer already gave it
         }
-        let id = derive_event_id(event.event_id, STEP);
-        if self
-            .ctx
-            .store()
-            .get(id)
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some()
-        {
+        if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(()); // reflected before: a redelivery changes nothing
         }
         let user_text = match self

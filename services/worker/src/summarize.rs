@@ -2,15 +2,13 @@
 //! and the turns since into a new short summary (`SessionSummarized`, memory stream).
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{memory_stream, SessionSummarized, SummarizeRequested};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::warn;
-
-use crate::already_done;
 
 /// Handles `SummarizeRequested`.
 pub struct Summarizer {
@@ -23,7 +21,11 @@ pub struct Summarizer {
 impl EventHandler for Summarizer {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let request: SummarizeRequested = event.decode().map_err(HandlerError::permanent)?;
-        if already_done(&self.ctx, &event, &[SessionSummarized::EVENT_TYPE]).await? {
+        if self
+            .ctx
+            .outcome_stored(&event, &[SessionSummarized::EVENT_TYPE])
+            .await?
+        {
             return Ok(());
         }
         let stream = memory_stream(&request.session_id);

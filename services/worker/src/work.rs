@@ -1,17 +1,14 @@
 //! `WorkRequested` on the local model, once per request. CODE is never done here.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
 
-use crate::already_done;
-
-/// The route only the cloud coder works on.
-const CODE: &str = "CODE";
+use ghost_shared::routing::Route;
 
 /// Handles `WorkRequested` for every route but CODE.
 pub struct Worker {
@@ -24,15 +21,15 @@ pub struct Worker {
 impl EventHandler for Worker {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let work: WorkRequested = event.decode().map_err(HandlerError::permanent)?;
-        if work.route == CODE {
+        if work.route == Route::Code {
             return Ok(()); // the coder's
         }
         let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
-        if already_done(&self.ctx, &event, &steps).await? {
+        if self.ctx.outcome_stored(&event, &steps).await? {
             return Ok(()); // a redelivery changes nothing
         }
         let messages = [
-            ChatMessage::system(self.system.replace("{{route}}", &work.route)),
+            ChatMessage::system(self.system.replace("{{route}}", work.route.as_str())),
             ChatMessage::user(work.task.clone()),
         ];
         info!(route = %work.route, loop_index = work.loop_index, "worker run");
@@ -42,7 +39,7 @@ impl EventHandler for Worker {
                 let done = WorkerCompleted {
                     session_id: work.session_id.clone(),
                     user_event_id: work.user_event_id,
-                    route: work.route.clone(),
+                    route: work.route,
                     result,
                 };
                 NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
@@ -52,7 +49,7 @@ impl EventHandler for Worker {
                 let failed = WorkerFailed {
                     session_id: work.session_id.clone(),
                     user_event_id: work.user_event_id,
-                    route: work.route.clone(),
+                    route: work.route,
                     code: "llm_error".into(),
                     message: e.to_string(),
                 };

@@ -15,7 +15,7 @@ use tracing::{error, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{Bus, BusError};
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 
 /// Why handling an event failed.
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 pub use consumer::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 
 /// Bus settings (`bus:` in ghost.yaml).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -385,14 +385,14 @@ mod tests {
 }
 
 /// Fuzzed model output on the wire: both streaming formats cut into arbitrary chunks, and
-/// the non-streaming bodies (`PROPTEST_CASES` inputs each, see [`crate::fuzz`]).
+/// the non-streaming bodies (`PROPTEST_CASES` inputs each, see `ghost_testkit::fuzz`).
 #[cfg(test)]
 mod fuzz {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::fuzz::{bytes, clear_error, config};
     use crate::llm::wire::{ollama_reply, openai_reply};
+    use ghost_testkit::fuzz::{bytes, clear_error, config};
 
     const NDJSON: &[&str] = &[
         "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"こん\"},\"done\":false}\n{\"message\":{\"content\":\"にちは\"},\"done\":false}\n{\"message\":{\"content\":\"\"},\"done\":true,\"eval_count\":12}\n",

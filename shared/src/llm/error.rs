@@ -35,3 +35,18 @@ pub enum LlmError {
     #[error("invalid LLM request: {0}")]
     InvalidRequest(String),
 }
+
+impl LlmError {
+    /// A stable machine-readable code for events (`llm_timeout`, `llm_http`, `llm_stream`,
+    /// `llm_unavailable`, `llm_too_large`, `llm_error`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmError::Timeout { .. } => "llm_timeout",
+            LlmError::HttpStatus { .. } => "llm_http",
+            LlmError::MalformedStream(_) => "llm_stream",
+            LlmError::Connect(_) => "llm_unavailable",
+            LlmError::ResponseTooLarge { .. } => "llm_too_large",
+            LlmError::InvalidRequest(_) => "llm_error",
+        }
+    }
+}

@@ -5,9 +5,9 @@ use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use crate::event::{EventPayload, RecordedEvent};
+use crate::envelope::{EventPayload, RecordedEvent};
 use crate::events::{AssistantReplied, UserMessageReceived};
-use crate::projection::{Projection, ProjectionError};
+use crate::projector::{Projection, ProjectionError};
 
 /// One row of `assistant_text`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -82,14 +82,6 @@ fn turn_from_row(r: &sqlx::postgres::PgRow) -> Result<ConversationTurn, sqlx::Er
     })
 }
 
-fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        reason: e.to_string(),
-    }
-}
-
 #[async_trait::async_trait]
 impl Projection for AssistantTextProjection {
     fn name(&self) -> &'static str {
@@ -103,11 +95,15 @@ impl Projection for AssistantTextProjection {
     ) -> Result<(), ProjectionError> {
         let (session_id, role, speaker, source, text) = match event.event_type.as_str() {
             UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event.decode().map_err(|e| decode_error(event, e))?;
+                let m: UserMessageReceived = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
             }
             AssistantReplied::EVENT_TYPE => {
-                let r: AssistantReplied = event.decode().map_err(|e| decode_error(event, e))?;
+                let r: AssistantReplied = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 (
                     r.session_id,
                     "assistant",

@@ -6,8 +6,8 @@ use serde_json::json;
 use sqlx::Row;
 
 use super::{read::row_to_event, EventStore, StoreError};
-use crate::event::NewEvent;
-use crate::event::RecordedEvent;
+use crate::envelope::NewEvent;
+use crate::envelope::RecordedEvent;
 
 /// What the caller believes the stream's version to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use sqlx::{postgres::PgRow, Row};
 use uuid::Uuid;
 
 use super::{EventStore, StoreError};
-use crate::event::{EventMetadata, RecordedEvent};
+use crate::envelope::{EventMetadata, RecordedEvent};
 
 /// A place in the global, gap-safe order: `(tx_id, position)`.
 ///

@@ -8,7 +8,7 @@ use chrono::Utc;
 use tracing::{info, warn};
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{Channel, ReplyTarget};
 
 use super::{Deliverer, DeliveryOutcome};

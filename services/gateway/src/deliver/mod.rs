@@ -19,12 +19,11 @@ use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::config::Secret;
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
     ReplyTarget, UserMessageReceived,
 };
-use ghost_shared::ids::derive_event_id;
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 
@@ -110,16 +109,6 @@ impl Deliverer {
         }))
     }
 
-    async fn exists(&self, id: uuid::Uuid) -> Result<bool, HandlerError> {
-        Ok(self
-            .ctx
-            .store()
-            .get(id)
-            .await
-            .map_err(HandlerError::transient)?
-            .is_some())
-    }
-
     /// Records that a non-deduplicable call is about to be made; returns whether an earlier
     /// attempt had already recorded it (so that call may have gone through).
     pub(crate) async fn mark_attempt(
@@ -154,9 +143,11 @@ impl EventHandler for Deliverer {
         if reply.channel == Channel::Http {
             return Ok(());
         }
-        let delivered_id = derive_event_id(event.event_id, STEP_DELIVERED);
-        let failed_id = derive_event_id(event.event_id, STEP_FAILED);
-        if self.exists(delivered_id).await? || self.exists(failed_id).await? {
+        if self
+            .ctx
+            .outcome_stored(&event, &[STEP_DELIVERED, STEP_FAILED])
+            .await?
+        {
             info!(reply = %event.event_id, "reply already delivered or given up; nothing to do");
             return Ok(());
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tracing::info;
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::Channel;
 
 use super::{Deliverer, DeliveryOutcome};

@@ -1,6 +1,6 @@
 //! Decides, per LINE webhook event, whether it starts a conversation turn or is ignored.
 
-use super::webhook::{ContentProvider, Event, EventKind, Mentionee, Message, Mode};
+use super::wire::{ContentProvider, Event, EventKind, Mentionee, Message, Mode};
 
 /// Per-channel LINE settings that affect classification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +251,7 @@ fn utf16_span_to_bytes(text: &str, index: i64, length: i64) -> Option<(usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line::webhook::{MentioneeType, ProviderType, WebhookBody};
+    use crate::line::wire::{MentioneeType, ProviderType, WebhookBody};
 
     fn event(json: &str) -> Event {
         let body = format!(r#"{{"destination":"Ubot","events":[{json}]}}"#);

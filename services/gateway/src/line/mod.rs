@@ -10,7 +10,7 @@ pub mod reply;
 pub mod retry;
 pub mod signature;
 pub mod split;
-pub mod webhook;
+pub mod wire;
 
 pub use classify::{
     classify, strip_self_mentions, IgnoreReason, LineAction, LineConfig, LineTurn, TurnInput,
@@ -22,7 +22,7 @@ pub use reply::{
 pub use retry::{Attempt, Decision, Endpoint, Outcome, RetryPolicy};
 pub use signature::{verify_signature, SignatureError, SIGNATURE_HEADER};
 pub use split::{split_text, utf16_len, MAX_MESSAGES_PER_CALL, MAX_TEXT_UNITS};
-pub use webhook::{
+pub use wire::{
     ContentProvider, Event, EventKind, ImageMessage, Mention, Mentionee, MentioneeType, Message,
     Mode, ProviderType, Source, TextMessage, WebhookBody,
 };

@@ -12,7 +12,7 @@
 //!
 //! `event_key` (from `event_id`) is provided for logging and for recording ignored deliveries.
 
-use super::events::{Envelope, EventCallback, InnerEvent, MessageEvent};
+use super::wire::{Envelope, EventCallback, InnerEvent, MessageEvent};
 
 /// What the gateway should do with one Slack request.
 #[derive(Debug, Clone, PartialEq, Eq)]

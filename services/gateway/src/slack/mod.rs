@@ -7,17 +7,13 @@
 //! post, because `chat.postMessage` has no idempotency key.
 
 pub mod classify;
-pub mod events;
 pub mod post;
 pub mod signature;
+pub mod wire;
 
 pub use classify::{
     classify, event_dedup_key, message_dedup_key, strip_bot_mention, SlackAction,
     SlackIgnoreReason, SlackTurn, Trigger,
-};
-pub use events::{
-    parse_retry_num, Envelope, EventCallback, InnerEvent, MessageEvent, RETRY_NUM_HEADER,
-    RETRY_REASON_HEADER,
 };
 pub use post::{
     post_message_body, retry_after_delay, PostBuildError, PostDecision, PostMessage, PostOutcome,
@@ -25,4 +21,8 @@ pub use post::{
 };
 pub use signature::{
     verify_signature, SignatureError, DEFAULT_WINDOW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER,
+};
+pub use wire::{
+    parse_retry_num, Envelope, EventCallback, InnerEvent, MessageEvent, RETRY_NUM_HEADER,
+    RETRY_REASON_HEADER,
 };

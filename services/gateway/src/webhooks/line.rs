@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, Utc};
 use tracing::info;
 
-use ghost_shared::event::{session_stream, EventMetadata, NewEvent};
+use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
 use ghost_shared::events::{Channel, LineImageReceived, ReplyTarget, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;

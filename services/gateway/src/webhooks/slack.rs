@@ -8,7 +8,7 @@ use axum::Json;
 use serde_json::json;
 use tracing::info;
 
-use ghost_shared::event::{session_stream, EventMetadata, NewEvent};
+use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
 use ghost_shared::events::{Channel, ReplyTarget, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;

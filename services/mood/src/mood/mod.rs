@@ -6,13 +6,14 @@
 //! response-policy knobs, and the strongest recent `partner_response_policy` is blended in.
 //!
 //! [`mood_at`] is the pure computation, [`probe`] the JSON front end of `ghost mood --now`, and
-//! [`MoodProjection`] the incremental form the mood service keeps (identical results).
+//! [`MoodWindow`] the incremental form the mood service reads a persona's stored episodes
+//! into (identical results).
 
 mod compute;
 mod episode;
-mod projection;
+mod window;
 
 pub use compute::{mood_at, probe, MoodInputError};
 pub use episode::{Episode, EpisodeError};
 pub use ghost_shared::affect::{ConstantsError, MoodComponents, MoodConstants, MoodState};
-pub use projection::{MoodProjection, ProjectionError};
+pub use window::{MoodWindow, MoodWindowError};

@@ -12,40 +12,9 @@ use super::rng::{EntropySource, RandomSource};
 /// Tracing target of the seed's `operation` log.
 const OPERATION: &str = "operation";
 
-/// Why a speaker was (or was not) chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// The tag named a registered character by id, display name, short name or synonym.
-    Tag,
-    /// The tag named a registered character only approximately (ratio ≥ threshold).
-    Fuzzy,
-    /// No usable tag: next in registry order after the current speaker.
-    RoundRobin,
-    /// No usable tag: a random other character.
-    Random,
-    /// Nobody else can speak; the autonomous loop ends.
-    None,
-}
-
-impl Reason {
-    /// The wire name (`tag`, `fuzzy`, `round_robin`, `random`, `none`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Tag => "tag",
-            Reason::Fuzzy => "fuzzy",
-            Reason::RoundRobin => "round_robin",
-            Reason::Random => "random",
-            Reason::None => "none",
-        }
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Why a speaker was (or was not) chosen: the `reason` of `NextSpeakerChosen`, defined once
+/// in the event catalogue.
+pub use ghost_shared::events::NextSpeakerReason as Reason;
 
 /// The outcome of one resolution (seed 000's `Resolved`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tracing::info;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{StageTurnRequested, StageUserInput};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;

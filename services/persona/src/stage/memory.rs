@@ -4,7 +4,7 @@
 use tracing::info;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed, StageUserInput,
 };

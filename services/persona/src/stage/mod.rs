@@ -21,7 +21,7 @@ pub mod view;
 use std::sync::Arc;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, HandlerError};
-use ghost_shared::event::{EventPayload, NewEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent};
 use ghost_shared::event_log::EventLogError;
 use ghost_shared::events::{StageEnded, StageTurnRequested, StageUserInput};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};

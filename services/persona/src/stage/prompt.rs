@@ -2,6 +2,7 @@
 //! with who it is and who else is on stage (`{other_characters}`, seed 000).
 
 use ghost_shared::config::CharacterConfig;
+use ghost_shared::template::unknown_placeholder;
 
 use crate::next_speaker::SpeakerRegistry;
 
@@ -33,15 +34,8 @@ pub struct StagePrompt {
 impl StagePrompt {
     /// Checks the template's placeholders.
     pub fn new(template: String) -> Result<Self, StagePromptError> {
-        let mut rest = template.as_str();
-        while let Some(start) = rest.find("{{") {
-            let after = &rest[start..];
-            let end = after.find("}}").map_or(after.len(), |e| e + 2);
-            let placeholder = &after[..end];
-            if !PLACEHOLDERS.contains(&placeholder) {
-                return Err(StagePromptError::UnknownPlaceholder(placeholder.to_owned()));
-            }
-            rest = &after[end..];
+        if let Some(placeholder) = unknown_placeholder(&template, &PLACEHOLDERS) {
+            return Err(StagePromptError::UnknownPlaceholder(placeholder.to_owned()));
         }
         if !template.contains("{other_characters}") {
             return Err(StagePromptError::MissingOthers);

@@ -16,12 +16,12 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    NextSpeakerChosen, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
+    NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
 };
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::{ChatMessage, LlmError};
+use ghost_shared::llm::ChatMessage;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
@@ -67,7 +67,7 @@ impl TurnHandler {
         match tokio::time::timeout(limit, member.llm.chat(&messages)).await {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => Err(CallFailure {
-                code: failure_code(&e),
+                code: e.code(),
                 message: e.to_string(),
             }),
             Err(_) => Err(CallFailure {
@@ -87,7 +87,7 @@ impl TurnHandler {
             stage_id: req.stage_id.clone(),
             input_id: req.input_id,
             turns: req.turn_index,
-            reason: "stopped".into(),
+            reason: StageEndReason::Stopped,
         };
         let e = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service)
             .map_err(HandlerError::permanent)?;
@@ -99,17 +99,6 @@ impl TurnHandler {
         )
         .await;
         Ok(())
-    }
-}
-
-/// A stable code for each kind of model failure.
-fn failure_code(e: &LlmError) -> &'static str {
-    match e {
-        LlmError::Timeout { .. } => "llm_timeout",
-        LlmError::HttpStatus { .. } => "llm_http",
-        LlmError::MalformedStream(_) => "llm_stream",
-        LlmError::Connect(_) => "llm_unavailable",
-        _ => "llm_error",
     }
 }
 
@@ -127,7 +116,7 @@ impl EventHandler for TurnHandler {
             stage_id: req.stage_id.clone(),
             input_id: req.input_id,
             turns: req.turn_index,
-            reason: "error".into(),
+            reason: StageEndReason::Error,
         };
         if let Ok(e) = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service) {
             if let Err(e) = append_steps(&self.ctx, &event.stream, vec![e]).await {
@@ -269,7 +258,11 @@ impl EventHandler for TurnHandler {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
                     turns: next_turn,
-                    reason: if next.is_some() { "cap" } else { "none" }.into(),
+                    reason: if next.is_some() {
+                        StageEndReason::Cap
+                    } else {
+                        StageEndReason::None
+                    },
                 };
                 NewEvent::caused_by(&event, STEP_THEN, &ended, service)
             }
@@ -298,7 +291,7 @@ fn chosen_event(req: &StageTurnRequested, decision: &NextSpeakerDecision) -> Nex
         turn_index: req.turn_index,
         current: req.speaker.clone(),
         next_id: decision.next_id.clone(),
-        reason: decision.reason.as_str().into(),
+        reason: decision.reason,
         extracted: decision.extracted.clone(),
         normalized: decision.normalized.clone(),
     }

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use ghost_shared::event::RecordedEvent;
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{StageSpoke, StageStopRequested, StageUserInput};
 
 /// One line of the stage's conversation.

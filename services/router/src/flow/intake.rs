@@ -2,7 +2,7 @@
 //! recorded and the work (or the reply) is requested.
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     memory_stream, ClassifierReplied, ClassifyRequested, RenderRequested, RouteDecided,
     SummarizeRequested, WorkRequested,
@@ -16,11 +16,6 @@ use crate::routing::{
     call_failed, declaration, first_stage_in, Command, DecisionOrigin, EntryMode, FirstOutcome,
     FirstStage, Notice, Route, RouteDecision, RouteSource,
 };
-
-/// `mode` of a `ClassifyRequested` for the router-mode classifier.
-pub const MODE_CLASSIFIER: &str = "classifier";
-/// `mode` of a `ClassifyRequested` for Kuro's delegation decision.
-pub const MODE_KURO: &str = "kuro";
 
 /// How the entry mode is logged: the kuro mode as the seed's `line_forced_chat`.
 fn entry_name(mode: EntryMode) -> &'static str {
@@ -48,7 +43,7 @@ impl Router {
                 self.finalize(event, &turn, &stage, decision, mode).await
             }
             FirstOutcome::ClassifierNeeded => {
-                self.request_decision(event, &turn, &stage, MODE_CLASSIFIER)
+                self.request_decision(event, &turn, &stage, DecisionOrigin::Classifier)
                     .await
             }
             FirstOutcome::Decided(d) if d.source == RouteSource::LineForcedChat => {
@@ -56,7 +51,8 @@ impl Router {
                     channel = turn.channel(),
                     "line_forced_chat: Kuro decides on delegation"
                 );
-                self.request_decision(event, &turn, &stage, MODE_KURO).await
+                self.request_decision(event, &turn, &stage, DecisionOrigin::Kuro)
+                    .await
             }
             FirstOutcome::Decided(d) => {
                 let decision = d.clone();
@@ -72,9 +68,9 @@ impl Router {
         event: &RecordedEvent,
         turn: &Turn,
         stage: &FirstStage<'_>,
-        mode: &str,
+        mode: DecisionOrigin,
     ) -> Result<(), HandlerError> {
-        let context = if mode == MODE_KURO {
+        let context = if mode == DecisionOrigin::Kuro {
             self.conversation_context(turn).await?
         } else {
             String::new()
@@ -82,7 +78,7 @@ impl Router {
         let request = ClassifyRequested {
             session_id: turn.message.session_id.clone(),
             user_event_id: turn.id(),
-            mode: mode.to_owned(),
+            mode,
             text: stage.text.to_owned(),
             context,
         };
@@ -99,7 +95,7 @@ impl Router {
     ) -> Result<(), HandlerError> {
         let reply: ClassifierReplied = event.decode().map_err(HandlerError::permanent)?;
         let turn = self.load_turn(reply.user_event_id).await?;
-        let kuro = reply.mode == MODE_KURO;
+        let kuro = reply.mode == DecisionOrigin::Kuro;
         let mode = if kuro {
             EntryMode::Kuro
         } else {
@@ -144,9 +140,9 @@ impl Router {
             None
         };
         let notice = match (flag_only, decision.notice) {
-            (_, Some(Notice::CloudRequired)) => Some("cloud_required"),
-            (Some(Command::Local), _) => Some("local_on"),
-            (Some(Command::Cloud), _) => Some("local_off"),
+            (_, Some(Notice::CloudRequired)) => Some(Notice::CloudRequired),
+            (Some(Command::Local), _) => Some(Notice::LocalOn),
+            (Some(Command::Cloud), _) => Some(Notice::LocalOff),
             _ => None,
         };
         info!(
@@ -161,8 +157,8 @@ impl Router {
         let decided = RouteDecided {
             session_id: session_id.clone(),
             user_event_id: turn.id(),
-            route: decision.route.as_str().to_owned(),
-            source: decision.source.as_str().to_owned(),
+            route: decision.route,
+            source: decision.source,
             local_only: stage.local_only,
             primary,
             declaration: line.clone(),
@@ -180,7 +176,7 @@ impl Router {
                 user_text: turn.message.text.clone(),
                 work_result: None,
                 declaration: line,
-                notice: notice.map(str::to_owned),
+                notice,
                 memory_summary: self.memory_summary(turn).await?,
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)
@@ -194,7 +190,7 @@ impl Router {
             let work = WorkRequested {
                 session_id: session_id.clone(),
                 user_event_id: turn.id(),
-                route: decision.route.as_str().to_owned(),
+                route: decision.route,
                 task: super::task::initial_task(decision.route, stage.text, &context, &earlier),
                 loop_index: 1,
                 local_only: stage.local_only,
@@ -208,7 +204,7 @@ impl Router {
 
     /// Earlier ANALYZE results of the session (structured JSON), for an ANALYZE task.
     async fn earlier_analyses(&self, turn: &Turn) -> Result<Vec<serde_json::Value>, HandlerError> {
-        crate::projections::AnalyzeResultsProjection::recent(
+        crate::projections::AnalyzeResults::recent(
             self.ctx.store().pool(),
             &turn.message.session_id,
             self.ctx.config.ghost.routing.analyze_context as i64,

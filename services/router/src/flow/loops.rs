@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted, WorkerFailed,
 };
@@ -20,7 +20,7 @@ use crate::routing::{
 /// What a worker run came back with.
 struct RunOutcome {
     user_event_id: uuid::Uuid,
-    route: String,
+    route: Route,
     result: Result<WorkerResult, String>,
 }
 
@@ -79,7 +79,7 @@ impl Router {
             .first()
             .map(|(_, w)| w.task.clone())
             .unwrap_or_default();
-        let route: Route = run.route.parse().map_err(HandlerError::permanent)?;
+        let route = run.route;
         // Stored times, not the clock: a redelivery decides exactly as the first delivery.
         let elapsed = (event.recorded_at - turn.event.recorded_at)
             .to_std()
@@ -111,11 +111,11 @@ impl Router {
         let logged = LoopDecided {
             session_id: turn.message.session_id.clone(),
             user_event_id: turn.id(),
-            route: route.as_str().to_owned(),
+            route,
             loop_index: this.loop_index,
             decision: decision_name(&decision).to_owned(),
             reroute_to: match &decision {
-                LoopDecision::Reroute { route } => Some(route.as_str().to_owned()),
+                LoopDecision::Reroute { route } => Some(*route),
                 _ => None,
             },
             needs_next_loop: ok.map(|r| r.needs_next_loop),
@@ -133,7 +133,7 @@ impl Router {
         let work = |route: Route, task: String, reroute: bool| WorkRequested {
             session_id: turn.message.session_id.clone(),
             user_event_id: turn.id(),
-            route: route.as_str().to_owned(),
+            route,
             task,
             loop_index: this.loop_index + 1,
             local_only: decided.local_only,

@@ -9,7 +9,7 @@ pub mod task;
 pub mod turn;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::event::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     ClassifierReplied, RenderFailed, UserMessageReceived, WorkerCompleted, WorkerFailed,
 };
@@ -98,8 +98,10 @@ impl EventHandler for Router {
             channel: message.channel,
             user_event_id,
             code: "routing_failed".into(),
-            message: crate::routing::mask_secrets(&reason.chars().take(200).collect::<String>())
-                .into_owned(),
+            message: ghost_shared::masking::mask_secrets(
+                &reason.chars().take(200).collect::<String>(),
+            )
+            .into_owned(),
         };
         if let Ok(e) = NewEvent::caused_by(event, "render-failed", &failed, self.ctx.service) {
             let _ = self.append(&message.session_id, &[e]).await;

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::routing::{mask_secrets, Route, WorkerResult};
+use crate::routing::{Route, WorkerResult};
+use ghost_shared::masking::mask_secrets;
 
 /// Masks the task when it goes to the cloud.
 fn for_route(route: Route, task: String) -> String {

@@ -2,14 +2,14 @@
 //! (the source of truth, so decisions never depend on a projection's lag).
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::event::{session_stream, EventPayload, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
 use sqlx::Row;
 use uuid::Uuid;
 
 use super::Router;
-use crate::projections::RoutingSessionsProjection;
-use crate::routing::{Route, SessionRouting};
+use crate::projections::RoutingSessions;
+use crate::routing::SessionRouting;
 
 /// One user message and the session state before it.
 pub(crate) struct Turn {
@@ -97,7 +97,7 @@ impl Router {
         let last_primary = latest(true).await?;
         Ok(SessionRouting {
             local_only: last.is_some_and(|d| d.local_only),
-            last_primary_route: last_primary.and_then(|d| d.route.parse::<Route>().ok()),
+            last_primary_route: last_primary.map(|d| d.route),
         })
     }
 
@@ -134,7 +134,7 @@ impl Router {
 
     /// The session's short-memory summary, if the worker has written one.
     pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
-        RoutingSessionsProjection::summary(self.ctx.store().pool(), &turn.message.session_id)
+        RoutingSessions::summary(self.ctx.store().pool(), &turn.message.session_id)
             .await
             .map_err(HandlerError::transient)
     }

@@ -1,23 +1,20 @@
 //! `analyze_results`: every contract-conforming ANALYZE result as structured JSON, per
 //! session, so later ANALYZE turns can build on earlier ones.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::WorkerCompleted;
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::ProjectionError;
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Transaction};
 
-use super::decode_error;
 use crate::routing::{parse_worker_output, Route};
 
-/// The projection feeding `analyze_results`.
+/// The `analyze_results` table, one part of the `routing` projection: no checkpoint or CLI name
+/// of its own (`ghost projections rebuild routing` rebuilds it).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AnalyzeResultsProjection;
+pub struct AnalyzeResults;
 
-impl AnalyzeResultsProjection {
-    /// Projection name (checkpoint key, CLI argument).
-    pub const NAME: &'static str = "analyze_results";
-
+impl AnalyzeResults {
     /// The last `limit` ANALYZE results of a session, oldest first.
     pub async fn recent<'e>(
         executor: impl PgExecutor<'e>,
@@ -35,13 +32,9 @@ impl AnalyzeResultsProjection {
     }
 }
 
-#[async_trait::async_trait]
-impl Projection for AnalyzeResultsProjection {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    async fn apply(
+impl AnalyzeResults {
+    /// Applies one event, inside the `routing` projection's transaction.
+    pub(crate) async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
@@ -49,8 +42,10 @@ impl Projection for AnalyzeResultsProjection {
         if event.event_type != WorkerCompleted::EVENT_TYPE {
             return Ok(());
         }
-        let done: WorkerCompleted = event.decode().map_err(|e| decode_error(event, e))?;
-        if done.route != Route::Analyze.as_str() {
+        let done: WorkerCompleted = event
+            .decode()
+            .map_err(|e| ProjectionError::decode(event, e))?;
+        if done.route != Route::Analyze {
             return Ok(());
         }
         // Output that breaks the contract is a failure, not a result worth keeping.
@@ -80,7 +75,11 @@ impl Projection for AnalyzeResultsProjection {
         Ok(())
     }
 
-    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+    /// Empties the table, inside the `routing` projection's rebuild.
+    pub(crate) async fn reset(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM analyze_results")
             .execute(&mut **tx)
             .await?;

@@ -3,18 +3,18 @@
 //! signals, final route and parse-failure reasons — the data to grow the dictionary and tune
 //! the thresholds from. Never mixed into the conversation.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, UserMessageReceived, WorkRequested,
 };
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::ProjectionError;
 use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use super::decode_error;
-use crate::routing::{mask_secrets, Route};
+use crate::routing::{Route, RouteSource};
+use ghost_shared::masking::mask_secrets;
 
 /// One row of `routing_log`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,14 +59,12 @@ pub struct RoutingLogRow {
     pub parse_failures: Value,
 }
 
-/// The projection feeding `routing_log`.
+/// The `routing_log` table, one part of the `routing` projection: no checkpoint or CLI name
+/// of its own (`ghost projections rebuild routing` rebuilds it).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RoutingLogProjection;
+pub struct RoutingLog;
 
-impl RoutingLogProjection {
-    /// Projection name (checkpoint key, CLI argument).
-    pub const NAME: &'static str = "routing_log";
-
+impl RoutingLog {
     /// The row of one user message.
     pub async fn get<'e>(
         executor: impl PgExecutor<'e>,
@@ -111,8 +109,11 @@ impl RoutingLogProjection {
 /// The classifier columns and parse failure of a decision's `detail`.
 fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<Value>) {
     let asked = matches!(
-        d.source.as_str(),
-        "classifier" | "kuro" | "classifier_failed" | "kuro_failed"
+        d.source,
+        RouteSource::Classifier
+            | RouteSource::Kuro
+            | RouteSource::ClassifierFailed
+            | RouteSource::KuroFailed
     );
     if !asked {
         return (None, None, None);
@@ -123,7 +124,7 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
         .filter(|f| f.get("kind").and_then(Value::as_str) == Some("discarded"))
         .map(|f| {
             json!({
-                "stage": if d.source.starts_with("kuro") { "kuro" } else { "classifier" },
+                "stage": if matches!(d.source, RouteSource::Kuro | RouteSource::KuroFailed) { "kuro" } else { "classifier" },
                 "kind": f.pointer("/error/kind").cloned().unwrap_or(Value::Null),
             })
         });
@@ -134,25 +135,23 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
         .get("proposed")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .or_else(|| Some(d.route.clone()));
+        .or_else(|| Some(d.route.as_str().to_owned()));
     let confidence = detail.get("confidence").and_then(Value::as_f64);
     (route, confidence, None)
 }
 
-#[async_trait::async_trait]
-impl Projection for RoutingLogProjection {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    async fn apply(
+impl RoutingLog {
+    /// Applies one event, inside the `routing` projection's transaction.
+    pub(crate) async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         match event.event_type.as_str() {
             UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event.decode().map_err(|e| decode_error(event, e))?;
+                let m: UserMessageReceived = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 sqlx::query(
                     "INSERT INTO routing_log (user_event_id, session_id, position, channel, input_masked, recorded_at) \
                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (user_event_id) DO NOTHING",
@@ -167,7 +166,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event.decode().map_err(|e| decode_error(event, e))?;
+                let d: RouteDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let (route, confidence, failure) = classifier_columns(&d);
                 let failures = Value::Array(failure.into_iter().collect());
                 sqlx::query(
@@ -179,19 +180,21 @@ impl Projection for RoutingLogProjection {
                 )
                 .bind(d.user_event_id)
                 .bind(&d.entry)
-                .bind(&d.route)
-                .bind(&d.source)
+                .bind(d.route.as_str())
+                .bind(d.source.as_str())
                 .bind(route)
                 .bind(confidence)
-                .bind(d.source == "explicit")
+                .bind(d.source == RouteSource::Explicit)
                 .bind(d.local_only)
                 .bind(failures)
                 .execute(&mut **tx)
                 .await?;
             }
             WorkRequested::EVENT_TYPE => {
-                let w: WorkRequested = event.decode().map_err(|e| decode_error(event, e))?;
-                let cloud = w.route == Route::Code.as_str();
+                let w: WorkRequested = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let cloud = w.route == Route::Code;
                 sqlx::query(
                     "UPDATE routing_log SET worker_calls = worker_calls + $2, \
                      coder_calls = coder_calls + $3, rerouted = rerouted OR $4 \
@@ -205,7 +208,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             LoopDecided::EVENT_TYPE => {
-                let l: LoopDecided = event.decode().map_err(|e| decode_error(event, e))?;
+                let l: LoopDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let entry = serde_json::to_value(&l).unwrap_or(Value::Null);
                 let failures = Value::Array(
                     l.failure
@@ -228,7 +233,9 @@ impl Projection for RoutingLogProjection {
                 .await?;
             }
             RenderRequested::EVENT_TYPE => {
-                let r: RenderRequested = event.decode().map_err(|e| decode_error(event, e))?;
+                let r: RenderRequested = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let route = r
                     .work_result
                     .as_ref()
@@ -247,7 +254,11 @@ impl Projection for RoutingLogProjection {
         Ok(())
     }
 
-    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+    /// Empties the table, inside the `routing` projection's rebuild.
+    pub(crate) async fn reset(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM routing_log")
             .execute(&mut **tx)
             .await?;

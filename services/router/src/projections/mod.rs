@@ -1,4 +1,5 @@
-//! The router's read models, each a checkpointed projection rebuildable from position 0.
+//! The router's read models: three tables behind one checkpointed projection, `routing`
+//! ([`RoutingProjection`]), rebuildable from position 0.
 //!
 //! - [`sessions`]: per session `local_only`, last primary route, short-memory summary;
 //! - [`log`]: the routing log, one row per user message (masked; never shown to users);
@@ -8,23 +9,12 @@ pub mod analyze;
 pub mod log;
 pub mod sessions;
 
-pub use analyze::AnalyzeResultsProjection;
-pub use log::{RoutingLogProjection, RoutingLogRow};
-pub use sessions::{RoutingSessionsProjection, SessionRow};
+pub use analyze::AnalyzeResults;
+pub use log::{RoutingLog, RoutingLogRow};
+pub use sessions::{RoutingSessions, SessionRow};
 
-use ghost_shared::event::RecordedEvent;
-use ghost_shared::projection::ProjectionError;
-
-/// A decode failure of a projected event.
-pub(crate) fn decode_error(event: &RecordedEvent, e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        reason: e.to_string(),
-    }
-}
-
-use ghost_shared::projection::Projection;
+use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
 
 /// The router's three read models behind one checkpoint and one runner (`routing`): a
@@ -49,14 +39,14 @@ impl Projection for RoutingProjection {
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        RoutingSessionsProjection.apply(tx, event).await?;
-        RoutingLogProjection.apply(tx, event).await?;
-        AnalyzeResultsProjection.apply(tx, event).await
+        RoutingSessions.apply(tx, event).await?;
+        RoutingLog.apply(tx, event).await?;
+        AnalyzeResults.apply(tx, event).await
     }
 
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
-        RoutingSessionsProjection.reset(tx).await?;
-        RoutingLogProjection.reset(tx).await?;
-        AnalyzeResultsProjection.reset(tx).await
+        RoutingSessions.reset(tx).await?;
+        RoutingLog.reset(tx).await?;
+        AnalyzeResults.reset(tx).await
     }
 }

@@ -1,12 +1,10 @@
 //! `routing_sessions`: per session the `local_only` flag, the last primary route and the
 //! short-memory summary the worker keeps.
 
-use ghost_shared::event::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{RouteDecided, SessionSummarized};
-use ghost_shared::projection::{Projection, ProjectionError};
+use ghost_shared::projector::ProjectionError;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
-
-use super::decode_error;
 
 /// One row of `routing_sessions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,14 +21,12 @@ pub struct SessionRow {
     pub summary_turns: i32,
 }
 
-/// The projection feeding `routing_sessions`.
+/// The `routing_sessions` table, one part of the `routing` projection: no checkpoint or CLI name
+/// of its own (`ghost projections rebuild routing` rebuilds it).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct RoutingSessionsProjection;
+pub struct RoutingSessions;
 
-impl RoutingSessionsProjection {
-    /// Projection name (checkpoint key, CLI argument).
-    pub const NAME: &'static str = "routing_sessions";
-
+impl RoutingSessions {
     /// The row of one session, if it was ever routed.
     pub async fn get<'e>(
         executor: impl PgExecutor<'e>,
@@ -64,23 +60,19 @@ impl RoutingSessionsProjection {
             .await?
             .and_then(|r| r.summary))
     }
-}
 
-#[async_trait::async_trait]
-impl Projection for RoutingSessionsProjection {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    async fn apply(
+    /// Applies one event, inside the `routing` projection's transaction.
+    pub(crate) async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         match event.event_type.as_str() {
             RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event.decode().map_err(|e| decode_error(event, e))?;
-                let primary = d.primary.then_some(d.route);
+                let d: RouteDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let primary = d.primary.then_some(d.route.as_str());
                 sqlx::query(
                     "INSERT INTO routing_sessions (session_id, local_only, last_primary_route, updated_at) \
                      VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE SET \
@@ -95,7 +87,9 @@ impl Projection for RoutingSessionsProjection {
                 .await?;
             }
             SessionSummarized::EVENT_TYPE => {
-                let s: SessionSummarized = event.decode().map_err(|e| decode_error(event, e))?;
+                let s: SessionSummarized = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
                 sqlx::query(
                     "INSERT INTO routing_sessions (session_id, summary, summary_turns, updated_at) \
@@ -115,7 +109,11 @@ impl Projection for RoutingSessionsProjection {
         Ok(())
     }
 
-    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+    /// Empties the table, inside the `routing` projection's rebuild.
+    pub(crate) async fn reset(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM routing_sessions")
             .execute(&mut **tx)
             .await?;

@@ -3,9 +3,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::mask::mask_secrets;
 use super::reply::json_payload;
-use super::route::Route;
+use ghost_shared::masking::mask_secrets;
+use ghost_shared::routing::Route;
 
 /// Most evidence fragments a classifier may cite (seed: at most 2).
 pub const MAX_CLASSIFIER_EVIDENCE: usize = 2;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::route::Route;
+use ghost_shared::routing::Route;
 
 /// A recognised explicit command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

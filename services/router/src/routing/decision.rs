@@ -4,8 +4,8 @@ use serde::Serialize;
 
 use super::classifier::{parse_classifier_output, ClassifierError, ClassifierVerdict};
 use super::config::GateConfig;
-use super::route::{Route, RouteSource};
 use super::rules::RuleDictionary;
+use ghost_shared::routing::{DecisionOrigin, Notice, Route, RouteSource};
 
 /// Why a proposed route was replaced by the safe side (CHAT); logged with the decision.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,15 +32,6 @@ pub enum Fallback {
         /// Whether the rule dictionary found CODE evidence in the text.
         evidence_found: bool,
     },
-}
-
-/// Something the persona must tell the user about this decision (briefly, in its own words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Notice {
-    /// CODE was asked for while `local_only` is on: nothing was sent to the cloud; say that
-    /// `/cloud` lifts the restriction.
-    CloudRequired,
 }
 
 /// The outcome of routing one user message.
@@ -97,32 +88,6 @@ impl RouteDecision {
             self.notice = Some(Notice::CloudRequired);
         }
         self
-    }
-}
-
-/// Who produced a structured route decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionOrigin {
-    /// The router-mode classifier (one call per user message).
-    Classifier,
-    /// Kuro's in-conversation delegation decision (kuro entry mode).
-    Kuro,
-}
-
-impl DecisionOrigin {
-    fn accepted(self) -> RouteSource {
-        match self {
-            DecisionOrigin::Classifier => RouteSource::Classifier,
-            DecisionOrigin::Kuro => RouteSource::Kuro,
-        }
-    }
-
-    fn failed(self) -> RouteSource {
-        match self {
-            DecisionOrigin::Classifier => RouteSource::ClassifierFailed,
-            DecisionOrigin::Kuro => RouteSource::KuroFailed,
-        }
     }
 }
 

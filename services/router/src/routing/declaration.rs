@@ -1,6 +1,6 @@
 //! The one-line declaration shown before a reply when the primary route changes.
 
-use super::route::Route;
+use ghost_shared::routing::Route;
 
 /// The declaration text of a route (seed 002); CHAT declares nothing. Only "what I will do
 /// now" is said — never cloud/local or other internals.

@@ -4,10 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use super::command::{parse_commands, Command};
 use super::config::GateConfig;
-use super::decision::{adopt_raw, call_failed, DecisionOrigin, Notice, RouteDecision};
+use super::decision::{adopt_raw, call_failed, RouteDecision};
 use super::declaration::declaration;
-use super::route::{Route, RouteSource};
 use super::rules::RuleDictionary;
+use ghost_shared::routing::{DecisionOrigin, Notice};
+use ghost_shared::routing::{Route, RouteSource};
 
 /// The routing part of a session's state (kept by the router's session projection).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::config::LoopPolicy;
-use super::route::Route;
 use super::worker::{Risk, WorkerResult};
+use ghost_shared::routing::Route;
 
 /// Where the loop for one user message stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,8 @@
 //! Kuro entry mode ([`EntryMode::Kuro`]) replaces steps 1–2 with: command, else CHAT
 //! (`line_forced_chat`); Kuro's delegation decision goes through
 //! [`FirstStage::with_kuro_decision`] with the same validation and gates.
-//! [`mask_secrets`] cleans text before it is logged or sent to the cloud.
+//! [`ghost_shared::masking::mask_secrets`] cleans text before it is logged or sent to the
+//! cloud.
 
 pub mod classifier;
 pub mod command;
@@ -20,27 +21,22 @@ pub mod decision;
 pub mod declaration;
 pub mod first_stage;
 pub mod loop_control;
-pub mod mask;
 pub mod reply;
-pub mod route;
 pub mod rules;
 pub mod worker;
 
 pub use classifier::{parse_classifier_output, ClassifierError, ClassifierVerdict};
 pub use command::{parse_command, parse_commands, Command, ParsedCommands};
 pub use config::{DictionaryError, GateConfig, LoopPolicy, RoutingConfig};
-pub use decision::{
-    adopt, adopt_raw, call_failed, DecisionOrigin, Fallback, Notice, RouteDecision,
-};
+pub use decision::{adopt, adopt_raw, call_failed, Fallback, RouteDecision};
 pub use declaration::{declaration, declaration_text};
 pub use first_stage::{
     first_stage, first_stage_in, probe, EntryMode, FirstOutcome, FirstStage, ProbeOutput,
     ProbeSource, SessionRouting,
 };
+pub use ghost_shared::routing::{DecisionOrigin, Notice, Route, RouteSource, UnknownRoute};
 pub use loop_control::{decide_next, reroute_allowed, LoopDecision, LoopState, WorkerOutcome};
-pub use mask::mask_secrets;
 pub use reply::json_payload;
-pub use route::{Route, RouteSource, UnknownRoute};
 pub use rules::{RuleDictionary, RuleInfo, RuleMatch};
 pub use worker::{parse_worker_output, ContractError, Risk, WorkerResult};
 

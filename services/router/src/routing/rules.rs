@@ -13,8 +13,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::config::{DictionaryError, RoutingConfig};
-use super::mask::mask_secrets;
-use super::route::Route;
+use ghost_shared::masking::mask_secrets;
+use ghost_shared::routing::Route;
 
 /// Longest evidence fragment kept (in characters); longer matches are cut with `…`.
 const MAX_FRAGMENT_CHARS: usize = 80;

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::reply::json_payload;
-use super::route::Route;
+use ghost_shared::routing::Route;
 
 /// Most `next_actions` / `questions_for_user` kept (seed: at most 3 each).
 pub const MAX_LIST_ITEMS: usize = 3;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::config::Config;
-use crate::service::{ServiceContext, ServiceError};
-use crate::store::EventStore;
+use ghost_shared::config::Config;
+use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::store::EventStore;
 
 /// Admin URL used to create and drop test databases.
 pub const TEST_ADMIN_URL_ENV: &str = "GHOST_TEST_ADMIN_DATABASE_URL";
@@ -128,7 +128,7 @@ impl TestEnv {
 
     /// Drops the database and the streams (best effort).
     pub async fn cleanup(self) {
-        if let Ok(bus) = crate::bus::Bus::connect(self.config.ghost.bus.clone()).await {
+        if let Ok(bus) = ghost_shared::bus::Bus::connect(self.config.ghost.bus.clone()).await {
             let _ = bus.delete_streams().await;
         }
         if let Ok(admin) = sqlx::PgPool::connect(&self.admin_url).await {
@@ -183,26 +183,26 @@ where
 
 /// An origin event (no cause, its own correlation) from the `test` producer, for tests
 /// that append directly.
-pub fn origin_event<P: crate::event::EventPayload>(
+pub fn origin_event<P: ghost_shared::envelope::EventPayload>(
     id: Uuid,
     payload: &P,
-) -> crate::event::NewEvent {
-    let metadata = crate::event::EventMetadata {
+) -> ghost_shared::envelope::NewEvent {
+    let metadata = ghost_shared::envelope::EventMetadata {
         correlation_id: id,
         causation_id: None,
         traceparent: None,
         tracestate: None,
         service: "test".into(),
     };
-    crate::event::NewEvent::new(id, payload, metadata)
+    ghost_shared::envelope::NewEvent::new(id, payload, metadata)
         .unwrap_or_else(|e| panic!("encode test event: {e}"))
 }
 
 /// A `UserMessageReceived` over HTTP in session `s` saying `text`.
-pub fn user_message(id: Uuid, text: &str) -> crate::event::NewEvent {
-    let payload = crate::events::UserMessageReceived {
+pub fn user_message(id: Uuid, text: &str) -> ghost_shared::envelope::NewEvent {
+    let payload = ghost_shared::events::UserMessageReceived {
         session_id: "s".into(),
-        channel: crate::events::Channel::Http,
+        channel: ghost_shared::events::Channel::Http,
         speaker: "user".into(),
         text: text.into(),
         external_id: None,

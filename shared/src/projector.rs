@@ -19,7 +19,7 @@ use sqlx::{Connection, Postgres, Row, Transaction};
 use tracing::{debug, warn};
 use uuid::Uuid;
 
-use crate::event::RecordedEvent;
+use crate::envelope::RecordedEvent;
 use crate::parking;
 use crate::store::{read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
 
@@ -39,6 +39,17 @@ pub enum ProjectionError {
         /// What failed.
         reason: String,
     },
+}
+
+impl ProjectionError {
+    /// A projected `event` that does not decode, and why.
+    pub fn decode(event: &RecordedEvent, reason: impl std::fmt::Display) -> Self {
+        Self::Decode {
+            event_id: event.event_id,
+            event_type: event.event_type.clone(),
+            reason: reason.to_string(),
+        }
+    }
 }
 
 impl From<sqlx::Error> for ProjectionError {

@@ -3,8 +3,8 @@
 
 use criterion::{criterion_main, Criterion, Throughput};
 use futures::StreamExt;
-use ghost_shared::fake_llm::{FakeLlm, Script};
 use ghost_shared::llm::{ChatMessage, LlmClient, LlmRoleConfig, Provider};
+use ghost_testkit::fake_llm::{FakeLlm, Script};
 
 /// Requests per measured iteration in the concurrent benchmark.
 const BATCH: u64 = 64;

@@ -1,4 +1,5 @@
-//! Masking of secrets and personal data before text reaches logs or the cloud.
+//! Masking of secrets and personal data before text reaches logs or the cloud (the router's
+//! routing log and classifier evidence, the coder's cloud requests and error messages).
 //!
 //! Order matters: whole blocks and URLs with credentials go first so that later, narrower
 //! patterns (e-mail, generic `key=value`) do not cut them into pieces.

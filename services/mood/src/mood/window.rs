@@ -1,8 +1,7 @@
-//! The incremental mood projection kept by the mood service.
+//! A persona's episode window in memory: restored from the `mood_episodes` rows the
+//! `partner_mood_state` projection keeps, then read at any `now`.
 
 use std::collections::VecDeque;
-
-use serde::{Deserialize, Serialize, Serializer};
 
 use super::compute::{evaluate, prepare, Prepared};
 use super::episode::{Episode, EpisodeError};
@@ -10,15 +9,15 @@ use ghost_shared::affect::MoodState;
 use ghost_shared::affect::{ConstantsError, MoodConstants};
 
 /// The newest `max_episodes` labelled episodes, kept sorted by time with their `now`-independent
-/// factors precomputed, so that [`apply`](Self::apply) is O(1) for in-order arrivals and
+/// factors precomputed, so that inserting is O(1) for in-order arrivals and
 /// [`state_at`](Self::state_at) costs one `exp` per episode.
 ///
-/// For episodes applied in slice order it gives exactly [`mood_at`](super::mood_at)`(slice, …)`
-/// (same window, same summation order). Serializes as `{"constants": …, "episodes": [...]}`
-/// (oldest first) for checkpoints; deserializing validates everything again.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(try_from = "ProjectionRepr")]
-pub struct MoodProjection {
+/// Not a [`Projection`](ghost_shared::projector::Projection): the projection is
+/// [`MoodEpisodes`](crate::episodes::MoodEpisodes), which stores the window as rows; this is
+/// the read-side form built from them. For episodes restored in slice order it gives exactly
+/// [`mood_at`](super::mood_at)`(slice, …)` (same window, same summation order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoodWindow {
     /// Constants the prepared factors were computed with.
     constants: MoodConstants,
     /// Episodes oldest first (by `at`; equal `at` in arrival order).
@@ -27,17 +26,9 @@ pub struct MoodProjection {
     prepared: VecDeque<Prepared>,
 }
 
-/// Checkpoint form of [`MoodProjection`].
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProjectionRepr {
-    constants: MoodConstants,
-    episodes: Vec<Episode>,
-}
-
-/// Why a projection could not be built or restored.
+/// Why a window could not be built or restored.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ProjectionError {
+pub enum MoodWindowError {
     /// The constants are invalid.
     #[error(transparent)]
     Constants(#[from] ConstantsError),
@@ -52,52 +43,29 @@ pub enum ProjectionError {
     },
 }
 
-impl TryFrom<ProjectionRepr> for MoodProjection {
-    type Error = ProjectionError;
-
-    fn try_from(repr: ProjectionRepr) -> Result<Self, Self::Error> {
-        Self::restore(repr.constants, repr.episodes)
-    }
-}
-
-impl Serialize for MoodProjection {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Repr<'a> {
-            constants: &'a MoodConstants,
-            episodes: &'a VecDeque<Episode>,
-        }
-        Repr {
-            constants: &self.constants,
-            episodes: &self.episodes,
-        }
-        .serialize(serializer)
-    }
-}
-
-impl MoodProjection {
-    /// An empty projection.
+impl MoodWindow {
+    /// An empty window.
     pub fn new(constants: MoodConstants) -> Result<Self, ConstantsError> {
         constants.validate()?;
-        Ok(MoodProjection {
+        Ok(MoodWindow {
             constants,
             episodes: VecDeque::with_capacity(constants.max_episodes.min(4096)),
             prepared: VecDeque::with_capacity(constants.max_episodes.min(4096)),
         })
     }
 
-    /// Rebuilds a projection from episodes (any order; applied in the given order).
+    /// Builds a window from episodes (any order; inserted in the given order).
     pub fn restore(
         constants: MoodConstants,
         episodes: impl IntoIterator<Item = Episode>,
-    ) -> Result<Self, ProjectionError> {
-        let mut projection = Self::new(constants)?;
+    ) -> Result<Self, MoodWindowError> {
+        let mut window = Self::new(constants)?;
         for (index, episode) in episodes.into_iter().enumerate() {
-            projection
-                .apply(episode)
-                .map_err(|source| ProjectionError::Episode { index, source })?;
+            window
+                .insert(episode)
+                .map_err(|source| MoodWindowError::Episode { index, source })?;
         }
-        Ok(projection)
+        Ok(window)
     }
 
     /// Adds one labelled episode; returns whether it is inside the window.
@@ -105,7 +73,7 @@ impl MoodProjection {
     /// An episode older than every episode of a full window is dropped (`Ok(false)`); otherwise
     /// the oldest episode leaves when the window overflows. Equal `at` counts later arrivals as
     /// newer, like the stable sort of [`mood_at`](super::mood_at).
-    pub fn apply(&mut self, episode: Episode) -> Result<bool, EpisodeError> {
+    fn insert(&mut self, episode: Episode) -> Result<bool, EpisodeError> {
         episode.validate()?;
         let prepared = prepare(&episode, &self.constants);
         // Usually the newest: `partition_point` then returns `len` and the insert is a push.
@@ -128,8 +96,10 @@ impl MoodProjection {
     }
 
     /// Replaces the constants, recomputing the precomputed factors; a smaller `max_episodes`
-    /// drops the oldest episodes (a larger one cannot bring dropped ones back).
-    pub fn set_constants(&mut self, constants: MoodConstants) -> Result<(), ConstantsError> {
+    /// drops the oldest episodes (a larger one cannot bring dropped ones back). Test-only: the
+    /// service builds a new window per read with the configured constants.
+    #[cfg(test)]
+    fn set_constants(&mut self, constants: MoodConstants) -> Result<(), ConstantsError> {
         constants.validate()?;
         self.constants = constants;
         while self.episodes.len() > constants.max_episodes {
@@ -209,7 +179,7 @@ mod tests {
         let c = MoodConstants::default();
         for n in [0, 1, 7, 499, 500, 501, 1200] {
             let eps = mixed(n);
-            let p = MoodProjection::restore(c, eps.clone()).unwrap();
+            let p = MoodWindow::restore(c, eps.clone()).unwrap();
             assert_eq!(p.len(), n.min(500));
             for now in [NOW, NOW + 60.0, NOW + 86_400.0] {
                 assert_eq!(p.state_at(now), mood_at(&eps, now, &c), "n={n} now={now}");
@@ -223,22 +193,22 @@ mod tests {
             max_episodes: 2,
             ..MoodConstants::default()
         };
-        let mut p = MoodProjection::new(c).unwrap();
-        assert!(p.apply(ep(10.0, AffectLabel::Joy, false)).unwrap());
-        assert!(p.apply(ep(30.0, AffectLabel::Joy, false)).unwrap());
-        assert!(p.apply(ep(20.0, AffectLabel::Joy, false)).unwrap());
-        assert!(!p.apply(ep(5.0, AffectLabel::Joy, false)).unwrap());
+        let mut p = MoodWindow::new(c).unwrap();
+        assert!(p.insert(ep(10.0, AffectLabel::Joy, false)).unwrap());
+        assert!(p.insert(ep(30.0, AffectLabel::Joy, false)).unwrap());
+        assert!(p.insert(ep(20.0, AffectLabel::Joy, false)).unwrap());
+        assert!(!p.insert(ep(5.0, AffectLabel::Joy, false)).unwrap());
         let ats: Vec<f64> = p.episodes().map(|e| e.at).collect();
         assert_eq!(ats, vec![20.0, 30.0]);
     }
 
     #[test]
     fn rejects_invalid_episodes_without_changing_state() {
-        let mut p = MoodProjection::new(MoodConstants::default()).unwrap();
+        let mut p = MoodWindow::new(MoodConstants::default()).unwrap();
         let mut bad = ep(1.0, AffectLabel::Joy, false);
         bad.salience = 2.0;
         assert!(matches!(
-            p.apply(bad),
+            p.insert(bad),
             Err(EpisodeError::OutOfRange {
                 field: "salience",
                 ..
@@ -248,24 +218,33 @@ mod tests {
     }
 
     #[test]
-    fn checkpoint_round_trips_and_is_validated() {
+    fn restoring_from_stored_episodes_round_trips_and_is_validated() {
         let c = MoodConstants::default();
-        let p = MoodProjection::restore(c, mixed(40)).unwrap();
-        let json = serde_json::to_string(&p).unwrap();
-        let back: MoodProjection = serde_json::from_str(&json).unwrap();
+        let p = MoodWindow::restore(c, mixed(40)).unwrap();
+        let back = MoodWindow::restore(c, p.episodes().cloned()).unwrap();
         assert_eq!(back, p);
         assert_eq!(back.state_at(NOW), p.state_at(NOW));
 
-        let bad = json.replacen("\"salience\":", "\"salience\":7,\"x\":", 1);
-        assert!(serde_json::from_str::<MoodProjection>(&bad).is_err());
-        let bad_constants = json.replacen("\"max_episodes\":500", "\"max_episodes\":0", 1);
-        assert!(serde_json::from_str::<MoodProjection>(&bad_constants).is_err());
+        let mut bad: Vec<Episode> = p.episodes().cloned().collect();
+        bad[3].salience = 7.0;
+        assert!(matches!(
+            MoodWindow::restore(c, bad),
+            Err(MoodWindowError::Episode { index: 3, .. })
+        ));
+        let bad_constants = MoodConstants {
+            max_episodes: 0,
+            ..c
+        };
+        assert!(matches!(
+            MoodWindow::restore(bad_constants, p.episodes().cloned()),
+            Err(MoodWindowError::Constants(_))
+        ));
     }
 
     #[test]
     fn set_constants_recomputes_and_shrinks() {
         let eps = mixed(50);
-        let mut p = MoodProjection::restore(MoodConstants::default(), eps.clone()).unwrap();
+        let mut p = MoodWindow::restore(MoodConstants::default(), eps.clone()).unwrap();
         let c2 = MoodConstants {
             tau_max_seconds: 3600.0,
             max_episodes: 10,

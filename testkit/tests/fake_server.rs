@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use ghost_shared::fake_llm::{Failure, FakeLlm, Script};
 use ghost_shared::llm::{ChatMessage, LlmClient, LlmRoleConfig, Provider};
+use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use serde_json::{json, Value};
 
 async fn post(url: String, body: Value) -> reqwest::Response {

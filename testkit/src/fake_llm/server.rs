@@ -109,7 +109,8 @@ impl FakeLlm {
             .with_state(shared.clone());
         let signal_shared = shared.clone();
         let task = tokio::spawn(async move {
-            let listener = axum::serve::ListenerExt::tap_io(listener, crate::net::set_nodelay);
+            let listener =
+                axum::serve::ListenerExt::tap_io(listener, ghost_shared::net::set_nodelay);
             let serve = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { signal_shared.shutting_down().await });
             if let Err(e) = serve.await {

@@ -1,5 +1,6 @@
 //! Hostile inputs for the parsers at Ghost's boundaries (webhook bodies, model output), as
-//! proptest strategies, and the case count every fuzz test runs (feature `fuzz`; tests only).
+//! proptest strategies, and the case count every fuzz test runs (feature `fuzz`, so the
+//! load commands that use this crate do not carry proptest).
 //!
 //! Each parser gets one property in its crate's `tests/fuzz_*.rs`: given samples of valid
 //! input, every generated input must parse or fail with a clear error, never panic:

@@ -1,4 +1,9 @@
-//! The route enumeration and where a routing decision came from.
+//! Routing vocabulary shared by the router (which decides), the worker and the coder (which do
+//! the work) and the persona (which conveys notices): the six routes, where a decision came
+//! from, who made a structured decision, and what the persona must mention.
+//!
+//! Every enum here serializes exactly as the strings the events carried before they were
+//! typed (`"CODE"`, `"classifier_failed"`, `"kuro"`, `"cloud_required"`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -127,6 +132,63 @@ impl fmt::Display for RouteSource {
     }
 }
 
+/// Who produced a structured route decision (the `mode` of `ClassifyRequested` and
+/// `ClassifierReplied`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionOrigin {
+    /// The router-mode classifier (one call per user message).
+    Classifier,
+    /// Kuro's in-conversation delegation decision (kuro entry mode).
+    Kuro,
+}
+
+impl DecisionOrigin {
+    /// The wire name (`classifier`, `kuro`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionOrigin::Classifier => "classifier",
+            DecisionOrigin::Kuro => "kuro",
+        }
+    }
+
+    /// The source of a decision this origin produced and the gates accepted.
+    pub fn accepted(self) -> RouteSource {
+        match self {
+            DecisionOrigin::Classifier => RouteSource::Classifier,
+            DecisionOrigin::Kuro => RouteSource::Kuro,
+        }
+    }
+
+    /// The source of a decision this origin failed to produce (discarded or no reply).
+    pub fn failed(self) -> RouteSource {
+        match self {
+            DecisionOrigin::Classifier => RouteSource::ClassifierFailed,
+            DecisionOrigin::Kuro => RouteSource::KuroFailed,
+        }
+    }
+}
+
+impl fmt::Display for DecisionOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Something the persona must tell the user about a routing decision (briefly, in its own
+/// words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Notice {
+    /// CODE was asked for while `local_only` is on: nothing was sent to the cloud; say that
+    /// `/cloud` lifts the restriction.
+    CloudRequired,
+    /// The user switched local-only mode on (`/local`).
+    LocalOn,
+    /// The user switched local-only mode off (`/cloud`).
+    LocalOff,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +220,16 @@ mod tests {
         let json = serde_json::to_string(&RouteSource::ClassifierFailed).unwrap_or_default();
         assert_eq!(json, "\"classifier_failed\"");
         assert_eq!(RouteSource::LineForcedChat.as_str(), "line_forced_chat");
+    }
+
+    #[test]
+    fn origins_and_notices_serialise_as_the_old_strings() {
+        for origin in [DecisionOrigin::Classifier, DecisionOrigin::Kuro] {
+            let json = serde_json::to_string(&origin).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", origin.as_str()));
+        }
+        let notices = [Notice::CloudRequired, Notice::LocalOn, Notice::LocalOff];
+        let json = serde_json::to_string(&notices).unwrap_or_default();
+        assert_eq!(json, r#"["cloud_required","local_on","local_off"]"#);
     }
 }

@@ -1,4 +1,5 @@
-//! Slack Events API payload types (the JSON body Slack POSTs to our request URL).
+//! Slack Events API wire types: the JSON body Slack POSTs to our request URL (parsed here,
+//! handled by `webhooks::slack`).
 //!
 //! Unknown envelope and inner event types deserialize into catch-alls: Slack sends many event
 //! types whose fields have other shapes (`channel` or `user` as objects), and none of them may

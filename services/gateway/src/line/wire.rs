@@ -1,4 +1,5 @@
-//! LINE webhook payload types (the request body LINE POSTs to us).
+//! LINE webhook wire types: the request body LINE POSTs to us (parsed here, handled by
+//! `webhooks::line`).
 //!
 //! Only what the gateway acts on is modelled; everything else is skipped. Unknown event types,
 //! message types, source types and modes deserialize into catch-all variants rather than

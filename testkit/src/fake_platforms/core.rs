@@ -142,7 +142,8 @@ impl Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
-            let listener = axum::serve::ListenerExt::tap_io(listener, crate::net::set_nodelay);
+            let listener =
+                axum::serve::ListenerExt::tap_io(listener, ghost_shared::net::set_nodelay);
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::warn!(error = %e, "fake platform server stopped");
             }

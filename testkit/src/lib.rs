@@ -1,0 +1,20 @@
+//! Ghost's test doubles, kept out of the production crates: services depend on this crate
+//! only as a dev-dependency; the `ghost` binary uses it for its load commands (`ghost load`,
+//! `load-stage`, `webhook-load`), which drive the real pipeline against these fakes.
+//!
+//! - [`fake_llm`]: a fake LLM server speaking the Ollama and OpenAI-compatible wire formats
+//!   (streaming included), scripted per request;
+//! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
+//! - [`testing`]: per-test environments on the real Postgres and NATS (own database, own
+//!   subject prefix and stream), plus event builders and `eventually`;
+//! - `fuzz` (feature `fuzz`): hostile inputs and the case count for the boundary parsers'
+//!   fuzz tests (`tests/fuzz_*.rs`).
+//!
+//! The crash points tests arm (`GHOST_FAULTS`) are not here: they are the production-side
+//! hook [`ghost_shared::fault`].
+
+pub mod fake_llm;
+pub mod fake_platforms;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
+pub mod testing;
