@@ -191,17 +191,16 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
     let live = mood_rows(&app.store).await;
     assert!(!live.0.is_empty() && !live.1.is_empty());
     // Start from deliberately wrong rows in both tables.
-    for statement in [
-        "INSERT INTO mood_episodes VALUES ('nobody', 999999, 1, 'anger', 1, 1, 1, NULL)",
-        "UPDATE mood_episodes SET label = 'fear' WHERE persona = 'fx0'",
-        "INSERT INTO partner_mood_state VALUES ('nobody', 1, gen_random_uuid(), now())",
-        "UPDATE partner_mood_state SET episode_count = 77 WHERE persona = 'fx0'",
-    ] {
-        sqlx::query(statement)
-            .execute(app.store.pool())
-            .await
-            .unwrap();
-    }
+    support::execute_all(
+        &app.store,
+        &[
+            "INSERT INTO mood_episodes VALUES ('nobody', 999999, 1, 'anger', 1, 1, 1, NULL)",
+            "UPDATE mood_episodes SET label = 'fear' WHERE persona = 'fx0'",
+            "INSERT INTO partner_mood_state VALUES ('nobody', 1, gen_random_uuid(), now())",
+            "UPDATE partner_mood_state SET episode_count = 77 WHERE persona = 'fx0'",
+        ],
+    )
+    .await;
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
         .args(["projections", "rebuild", "partner_mood_state"])
         .env("GHOST_CONFIG_DIR", repo_config_dir())

@@ -548,12 +548,7 @@ async fn every_rebuild_starts_from_wrong_rows_and_ends_with_the_live_rows() {
         );
         live.push(rows);
     }
-    for statement in GARBAGE {
-        sqlx::query(statement)
-            .execute(store.pool())
-            .await
-            .unwrap_or_else(|e| panic!("{statement}: {e}"));
-    }
+    support::execute_all(&store, GARBAGE).await;
     for ((name, tables), expected) in projections.iter().zip(&live) {
         assert_ne!(
             &snapshot(&store, tables).await,

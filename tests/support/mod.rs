@@ -203,6 +203,17 @@ impl TestApp {
     }
 }
 
+/// Runs each SQL statement on `store` (e.g. to plant deliberately wrong rows), naming the
+/// one that fails.
+pub async fn execute_all(store: &EventStore, statements: &[&str]) {
+    for statement in statements {
+        sqlx::query(statement)
+            .execute(store.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+}
+
 /// Reads a whole SSE response.
 pub async fn read_sse(response: reqwest::Response) -> Vec<SseEvent> {
     let mut events = Vec::new();
