@@ -81,7 +81,13 @@ enum Command {
 enum ProjectionsCommand {
     /// Empties a projection and replays every event from position 0.
     Rebuild {
-        /// Projection name (assistant_text).
+        /// Projection name (assistant_text, partner_mood_state, routing).
+        name: String,
+    },
+    /// Applies the events a projection parked (could not decode or apply) again; those that
+    /// apply leave the parking table. Fails while any stays parked.
+    Retry {
+        /// Projection name (assistant_text, partner_mood_state, routing).
         name: String,
     },
 }
@@ -159,6 +165,9 @@ async fn run(command: Command) -> Result<()> {
             Command::Projections {
                 command: ProjectionsCommand::Rebuild { name },
             } => rebuild(&name).await,
+            Command::Projections {
+                command: ProjectionsCommand::Retry { name },
+            } => retry_parked(&name).await,
             Command::Load(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::load::run(args).await
@@ -289,7 +298,8 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
     }
 }
 
-async fn rebuild(name: &str) -> Result<()> {
+/// The runner of projection `name` on the configured store (migrated).
+async fn runner_for(name: &str) -> Result<ProjectionRunner> {
     let config = load_config()?;
     let Some(projection) = projection_by_name(name, &config) else {
         bail!(
@@ -300,14 +310,37 @@ async fn rebuild(name: &str) -> Result<()> {
     require_infrastructure(&config).await?;
     let store = migrate(&config).await?;
     let p = &config.ghost.projections;
-    let runner = ProjectionRunner::new(
+    Ok(ProjectionRunner::new(
         store,
         Arc::clone(&projection),
         p.batch_size,
         Duration::from_millis(p.poll_interval_ms),
-    );
+    ))
+}
+
+async fn rebuild(name: &str) -> Result<()> {
+    let runner = runner_for(name).await?;
     let n = runner.rebuild().await?;
     println!("rebuilt {name} from {n} events");
+    Ok(())
+}
+
+async fn retry_parked(name: &str) -> Result<()> {
+    let runner = runner_for(name).await?;
+    let outcome = runner.retry_parked().await?;
+    let (applied, left) = (outcome.applied.len(), outcome.still_parked.len());
+    println!("{name}: {applied} applied, {left} still parked");
+    if left > 0 {
+        let list: Vec<String> = outcome
+            .still_parked
+            .iter()
+            .map(|(id, error)| format!("  {id}: {error}"))
+            .collect();
+        bail!(
+            "{left} event(s) of {name} still parked:\n{}",
+            list.join("\n")
+        );
+    }
     Ok(())
 }
 

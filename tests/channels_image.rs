@@ -1,5 +1,6 @@
-//! LINE images end to end: content downloaded into temp media after the ack, sent to the model
-//! as an OpenAI-compatible `image_url`, audited under `provider.http`, swept after retention.
+//! LINE images end to end: content downloaded into the media table after the ack (capped
+//! while it streams), sent to the model as an OpenAI-compatible `image_url` by a persona that
+//! shares no disk with the gateway, audited under `provider.http`, swept after retention.
 
 mod support;
 
@@ -7,6 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
+use ghost_shared::media::MediaStore;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
@@ -56,27 +58,33 @@ fn image_webhook(event_id: &str, message_id: &str) -> String {
     .to_string()
 }
 
+/// Serves a PNG as LINE message `message_id` and posts the webhook announcing it; the bytes.
+async fn send_png(c: &ChannelApp, event_id: &str, message_id: &str) -> Vec<u8> {
+    let bytes = png();
+    c.line.set_content(message_id, bytes.clone(), "image/png");
+    assert_eq!(
+        c.post_line_signed(&image_webhook(event_id, message_id))
+            .await,
+        200
+    );
+    bytes
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_reaches_the_model_as_image_url_and_is_kept_for_the_retention() {
     capture();
     let c = ChannelApp::spawn(&[("GHOST_LLM__PERSONA__PROVIDER", "openai")]).await;
     c.app.reply(Script::reply("a nice picture"));
-    let bytes = png();
-    c.line.set_content("img-1", bytes.clone(), "image/png");
-    assert_eq!(
-        c.post_line_signed(&image_webhook("ev-img", "img-1")).await,
-        200
-    );
+    let bytes = send_png(&c, "ev-img", "img-1").await;
 
     let d = c.line_deliveries(1).await;
     assert_eq!(d[0].texts, vec!["a nice picture".to_string()]);
     let msgs = c.events_of("UserMessageReceived").await;
     assert_eq!(msgs.len(), 1);
-    let path = msgs[0]["image"]["local_path"]
-        .as_str()
-        .expect("local path")
-        .to_owned();
-    assert!(path.starts_with(&c.media_dir.display().to_string()));
+    let media_id: uuid::Uuid =
+        serde_json::from_value(msgs[0]["image"]["media_id"].clone()).expect("a media id");
+    let path = format!("media:{media_id}");
+    let media = MediaStore::new(c.app.store.pool().clone());
 
     // The model saw the image inline.
     let req = c
@@ -113,19 +121,19 @@ async fn an_image_reaches_the_model_as_image_url_and_is_kept_for_the_retention()
     assert_eq!(a["drop_reason"], "");
 
     // Still there after use; the sweeper only removes what outlived the retention.
-    assert!(std::path::Path::new(&path).exists());
-    let kept = ghost_gateway::media::sweep(&c.media_dir, Duration::from_secs(3600)).await;
-    assert_eq!(kept.ok(), Some(0));
-    assert!(std::path::Path::new(&path).exists());
+    let stored = media.get(media_id).await.unwrap().expect("kept after use");
+    assert_eq!(stored.bytes, bytes);
+    assert_eq!(stored.content_type.as_deref(), Some("image/png"));
+    assert_eq!(media.sweep(Duration::from_secs(3600)).await.unwrap(), 0);
+    assert!(media.get(media_id).await.unwrap().is_some());
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let removed = ghost_gateway::media::sweep(&c.media_dir, Duration::from_millis(1)).await;
-    assert_eq!(removed.ok(), Some(1));
-    assert!(!std::path::Path::new(&path).exists());
+    assert_eq!(media.sweep(Duration::from_millis(1)).await.unwrap(), 1);
+    assert!(media.get(media_id).await.unwrap().is_none());
     c.cleanup().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_timeout_is_audited_and_the_sweeper_removes_the_file_later() {
+async fn a_model_timeout_is_audited_and_the_sweeper_removes_the_image_later() {
     capture();
     let c = ChannelApp::spawn(&[
         ("GHOST_LLM__PERSONA__PROVIDER", "openai"),
@@ -146,10 +154,10 @@ async fn a_model_timeout_is_audited_and_the_sweeper_removes_the_file_later() {
     let d = c.line_deliveries(1).await;
     assert_eq!(d[0].endpoint, "reply");
     let msgs = c.events_of("UserMessageReceived").await;
-    let path = msgs[0]["image"]["local_path"]
-        .as_str()
-        .expect("local path")
-        .to_owned();
+    let media_id: uuid::Uuid =
+        serde_json::from_value(msgs[0]["image"]["media_id"].clone()).expect("a media id");
+    let path = format!("media:{media_id}");
+    let media = MediaStore::new(c.app.store.pool().clone());
     let after = eventually(Duration::from_secs(10), "timeout audit", || async {
         let l = audit_lines("LLM image audit after timeout", &path);
         (!l.is_empty()).then_some(l)
@@ -167,9 +175,121 @@ async fn a_model_timeout_is_audited_and_the_sweeper_removes_the_file_later() {
     // Only after the retention does the running sweeper remove it.
     eventually(
         Duration::from_secs(30),
-        "sweeper removes the file",
-        || async { (!std::path::Path::new(&path).exists()).then_some(()) },
+        "sweeper removes the image",
+        || async { media.get(media_id).await.unwrap().is_none().then_some(()) },
     )
     .await;
+    c.cleanup().await;
+}
+
+/// The model request carrying an image, and the image's data URI in it, if any.
+fn image_url_sent(c: &ChannelApp) -> Option<String> {
+    c.app
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .find_map(|r| {
+            let parts = r.body["messages"].as_array()?.last()?["content"]
+                .as_array()?
+                .clone();
+            parts
+                .iter()
+                .find(|p| p["type"] == "image_url")
+                .and_then(|p| p["image_url"]["url"].as_str().map(str::to_owned))
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_image_reaches_a_persona_that_shares_no_disk_with_the_gateway() {
+    capture();
+    // The gateway (and the rest) here; the persona as its own process in its own directory.
+    let services = [
+        ghost::stack::ServiceName::Mood,
+        ghost::stack::ServiceName::Router,
+        ghost::stack::ServiceName::Worker,
+        ghost::stack::ServiceName::Coder,
+        ghost::stack::ServiceName::Gateway,
+    ];
+    let c =
+        ChannelApp::spawn_services(&services, &[("GHOST_LLM__PERSONA__PROVIDER", "openai")]).await;
+    c.app.reply(Script::reply("a nice picture"));
+    let bytes = send_png(&c, "ev-img3", "img-3").await;
+    c.wait_events("UserMessageReceived", 1).await;
+    // The persona: its own process, working directory and temporary directory.
+    let persona_dir =
+        std::env::temp_dir().join(format!("ghost-persona-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&persona_dir).unwrap();
+    let mut persona = c.app.spawn_child_in(
+        "persona",
+        &persona_dir,
+        &[("GHOST_LLM__PERSONA__PROVIDER", "openai")],
+    );
+
+    let d = c.line_deliveries(1).await;
+    assert_eq!(d[0].texts, vec!["a nice picture".to_string()]);
+    let data_uri = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&bytes)
+    );
+    assert_eq!(image_url_sent(&c).as_deref(), Some(data_uri.as_str()));
+    let _ = persona.kill().await;
+    let _ = std::fs::remove_dir_all(&persona_dir);
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_image_is_refused_while_it_streams_not_after() {
+    capture();
+    let max: u64 = 1024 * 1024;
+    let c = ChannelApp::spawn(&[
+        ("GHOST_LLM__PERSONA__PROVIDER", "openai"),
+        ("GHOST_MEDIA__MAX_IMAGE_BYTES", "1048576"),
+    ])
+    .await;
+    c.app.reply(Script::reply("I could not see it"));
+    // 256 MiB without a Content-Length: only reading tells how big it is.
+    let total = 256 * max;
+    c.line.set_streamed_content("img-big", total, "image/png");
+    assert_eq!(
+        c.post_line_signed(&image_webhook("ev-big", "img-big"))
+            .await,
+        200
+    );
+
+    // The turn goes on without the image; the user still gets an answer.
+    let msgs = c.wait_events("UserMessageReceived", 1).await;
+    assert_eq!(msgs[0]["text"], ghost_gateway::media::IMAGE_FAILED_TEXT);
+    assert!(msgs[0]["image"].is_null());
+    let d = c.line_deliveries(1).await;
+    assert_eq!(d[0].texts, vec!["I could not see it".to_string()]);
+    assert!(image_url_sent(&c).is_none());
+    // The reason is clear where operators look: the dead letter of the download.
+    let bus = c.app.stack.ctx.bus();
+    let dlq = bus
+        .jetstream()
+        .get_stream(format!("{}_DLQ", bus.config().stream_name))
+        .await
+        .unwrap();
+    let letter = dlq
+        .get_last_raw_message_by_subject(&bus.dead_letter_subject("gateway_LineImageReceived"))
+        .await
+        .expect("the download was dead-lettered");
+    let reason = letter
+        .headers
+        .get("Ghost-Dead-Letter-Reason")
+        .map(|v| v.as_str().to_owned())
+        .unwrap_or_default();
+    assert!(
+        reason.contains("larger than 1048576 bytes (media.max_image_bytes)"),
+        "{reason}"
+    );
+    // The download stopped at the limit: the fake was read no further than the limit plus
+    // what socket buffers hold, far from the whole body.
+    let served = c.line.content_bytes_served("img-big");
+    assert!(
+        served < 32 * max,
+        "{served} of {total} bytes were read for a {max}-byte limit"
+    );
     c.cleanup().await;
 }

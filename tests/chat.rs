@@ -275,6 +275,15 @@ async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
         (rows.len() == 6).then_some(rows)
     })
     .await;
+    // Start from deliberately wrong rows: a row no event produced and a changed one.
+    support::execute_all(
+        &app.store,
+        &[
+            "INSERT INTO assistant_text VALUES ('ghost', 999999, gen_random_uuid(), 'user', 'x', 'http', 'garbage', now())",
+            "UPDATE assistant_text SET text = 'wrong' WHERE session_id = 'a'",
+        ],
+    )
+    .await;
     // Rebuild with the operator command, as a separate process.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
         .args(["projections", "rebuild", "assistant_text"])

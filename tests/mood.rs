@@ -190,6 +190,17 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
     // Rebuilding the projection from position 0 gives the same rows.
     let live = mood_rows(&app.store).await;
     assert!(!live.0.is_empty() && !live.1.is_empty());
+    // Start from deliberately wrong rows in both tables.
+    support::execute_all(
+        &app.store,
+        &[
+            "INSERT INTO mood_episodes VALUES ('nobody', 999999, 1, 'anger', 1, 1, 1, NULL)",
+            "UPDATE mood_episodes SET label = 'fear' WHERE persona = 'fx0'",
+            "INSERT INTO partner_mood_state VALUES ('nobody', 1, gen_random_uuid(), now())",
+            "UPDATE partner_mood_state SET episode_count = 77 WHERE persona = 'fx0'",
+        ],
+    )
+    .await;
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
         .args(["projections", "rebuild", "partner_mood_state"])
         .env("GHOST_CONFIG_DIR", repo_config_dir())
@@ -507,5 +518,60 @@ async fn an_angry_episode_changes_the_next_capsule_and_refusal_reaches_the_promp
         angry.contains("decline"),
         "the tone guide lets the persona decline: {angry}"
     );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_override_map_is_bounded() {
+    let app = TestApp::spawn_services(&[ServiceName::Mood, ServiceName::Gateway], &[]).await;
+    let put = |persona: String| {
+        let app = &app;
+        async move {
+            let response = app
+                .http
+                .put(format!(
+                    "{}/api/partner_mood?persona={persona}",
+                    app.base_url
+                ))
+                .bearer_auth(TOKEN)
+                .body(angry().to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let limit = app.env.config.ghost.mood.max_overrides;
+    assert_eq!(limit, 64, "the default");
+    for i in 0..limit {
+        let (status, body) = put(format!("p{i}")).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = put("one-too-many".into()).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "too_many_overrides");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("64"),
+        "{body}"
+    );
+    // Replacing an existing override is still fine; clearing one makes room.
+    assert_eq!(put("p0".into()).await.0, 200);
+    let cleared = app
+        .http
+        .delete(format!("{}/api/partner_mood?persona=p1", app.base_url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+    assert_eq!(put("one-too-many".into()).await.0, 200);
+    // A persona id no character could have is refused outright.
+    let (status, body) = put("x".repeat(200)).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_persona");
     app.cleanup().await;
 }

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use futures::SinkExt;
+use futures::{SinkExt, StreamExt};
 use ghost::stack::{start_stack, ServiceName};
 use ghost::stage_load::cast_model_overrides;
 use ghost_shared::events::{
@@ -14,7 +14,7 @@ use ghost_shared::events::{
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use ghost_testkit::testing::TestEnv;
 use serde_json::{json, Value};
-use support::stage::{connect, frames_until, is_active, send, speakers, stage_events};
+use support::stage::{connect, frames_until, is_active, send, speakers, stage_events, Ws};
 use support::TestApp;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -267,5 +267,78 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     );
     let refused = tokio_tungstenite::connect_async(url).await;
     assert!(refused.is_err(), "unauthenticated upgrade refused");
+    app.cleanup().await;
+}
+
+/// The next frame the server sends, within a generous bound.
+async fn next_frame(ws: &mut Ws) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
+    tokio::time::timeout(Duration::from_secs(20), ws.next())
+        .await
+        .expect("the server answers")
+}
+
+/// Whether the server closed with 1009 (message too big) and a reason naming the limit.
+async fn closed_as_too_big(ws: &mut Ws) -> Result<(), String> {
+    loop {
+        match next_frame(ws).await {
+            Some(Ok(Message::Close(Some(frame)))) => {
+                return if u16::from(frame.code) == 1009 && frame.reason.contains("bytes") {
+                    Ok(())
+                } else {
+                    Err(format!("closed with {frame:?}"))
+                };
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            other => return Err(format!("expected a close frame, got {other:?}")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_frame_or_message_is_refused_and_the_gateway_goes_on() {
+    let app = spawn(&[]).await;
+    let big = json!({"type": "user", "text": "x".repeat(1 << 20)}).to_string();
+    let mut ws = connect(&app, "big").await;
+    let _ = ws.send(Message::Text(big.into())).await;
+    closed_as_too_big(&mut ws).await.expect("one big frame");
+
+    // Many small frames adding up to a big message.
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    let mut ws = connect(&app, "big").await;
+    let piece = vec![b'x'; 8 * 1024];
+    let _ = ws
+        .send(Message::Frame(Frame::message(
+            piece.clone(),
+            OpCode::Data(Data::Text),
+            false,
+        )))
+        .await;
+    for i in 0..63 {
+        let _ = ws
+            .send(Message::Frame(Frame::message(
+                piece.clone(),
+                OpCode::Data(Data::Continue),
+                i == 62,
+            )))
+            .await;
+    }
+    closed_as_too_big(&mut ws)
+        .await
+        .expect("a big fragmented message");
+
+    // Nothing was stored, and the gateway still answers a new watcher.
+    assert_eq!(app.event_count().await, 0);
+    let mut ws = connect(&app, "big").await;
+    ws.send(Message::Text(r#"{"type":"dance"}"#.into()))
+        .await
+        .unwrap();
+    match next_frame(&mut ws).await {
+        Some(Ok(Message::Text(t))) => {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(v["code"], "invalid_frame");
+        }
+        other => panic!("expected an error frame, got {other:?}"),
+    }
     app.cleanup().await;
 }

@@ -48,7 +48,7 @@ pub struct UserMessageReceived {
     /// Where and how to answer on LINE or Slack (absent for HTTP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<ReplyTarget>,
-    /// An image the user sent, kept in temp media.
+    /// An image the user sent, kept in the media store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageAttachment>,
 }
@@ -643,13 +643,16 @@ pub enum ReplyTarget {
     },
 }
 
-/// An image attached to a user message, downloaded into temp media by the gateway.
+/// An image attached to a user message, downloaded by the gateway into the media store
+/// (Postgres), where every service reaches it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageAttachment {
     /// The platform's message id of the image.
     pub message_id: String,
-    /// Absolute path of the temp media file (kept for the configured retention).
-    pub local_path: String,
+    /// The `media` row holding the bytes (kept for `media.retention_secs`). Absent on events
+    /// recorded before images moved to the database (their temp files are gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_id: Option<Uuid>,
     /// MIME type LINE reported, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
@@ -784,5 +787,18 @@ mod tests {
             "session_id": "s", "user_event_id": Uuid::nil(), "route": "DANCE", "source": "rule"
         });
         assert!(serde_json::from_value::<RouteDecided>(bad).is_err());
+    }
+
+    #[test]
+    fn image_turns_recorded_before_the_media_table_still_decode() {
+        // Events are never rewritten: the temp-file shape of earlier versions must still
+        // decode (the image itself is gone; the turn is answered without it).
+        let old = serde_json::json!({
+            "session_id": "line:user:U1", "channel": "line", "speaker": "U1", "text": "[image]",
+            "image": {"message_id": "m1", "local_path": "/tmp/ghost-media/x.png", "content_type": "image/png"}
+        });
+        let m: UserMessageReceived = serde_json::from_value(old).unwrap();
+        let image = m.image.unwrap();
+        assert_eq!((image.message_id.as_str(), image.media_id), ("m1", None));
     }
 }

@@ -7,7 +7,8 @@
 //! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
 //! - [`event_log`]: append-then-publish with an outbox relay;
 //! - [`projector`]: the `Projection` trait and its checkpointed runner (rebuildable from
-//!   zero); [`projections`]: the read models several services read (`assistant_text`);
+//!   zero, never stalled: what cannot be applied is parked, see [`parking`]);
+//!   [`projections`]: the read models several services read (`assistant_text`);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices);
 //! - [`masking`]: secrets and personal data masked before logs or the cloud;
 //! - [`affect`]: the affect trailer, mood constants and mood state (seed 004);
@@ -15,6 +16,7 @@
 //! - [`turn_stream`] / [`stage_signal`]: what travels on a turn's / a stage's core-NATS
 //!   subject;
 //! - [`config`]: YAML + environment configuration, secrets;
+//! - [`media`]: images users send, in Postgres so every service reaches them;
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
@@ -33,8 +35,10 @@ pub mod fault;
 pub mod ids;
 pub mod llm;
 pub mod masking;
+pub mod media;
 pub mod mood_api;
 pub mod net;
+pub mod parking;
 pub mod projections;
 pub mod projector;
 pub mod routing;

@@ -62,9 +62,67 @@ pub enum MoodDebugRequest {
     },
 }
 
+/// Longest persona id the mood service keeps state for, in characters.
+pub const MAX_PERSONA_CHARS: usize = 64;
+
+/// Checks a persona id: 1 to [`MAX_PERSONA_CHARS`] characters, none of them whitespace or
+/// control characters (ids name characters and streams; anything else is a mistake).
+pub fn check_persona_id(persona: &str) -> Result<(), String> {
+    let n = persona.chars().count();
+    if n == 0 || n > MAX_PERSONA_CHARS {
+        return Err(format!(
+            "persona must be 1 to {MAX_PERSONA_CHARS} characters (got {n})"
+        ));
+    }
+    if persona.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("persona must not contain whitespace or control characters".into());
+    }
+    Ok(())
+}
+
+/// Why the mood service refused a request (the answer's `code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// A new override while `mood.max_overrides` personas already have one.
+    TooManyOverrides,
+    /// The persona id is empty, too long or has whitespace or control characters.
+    InvalidPersona,
+    /// The override is not a valid mood state.
+    InvalidMood,
+}
+
+impl Refusal {
+    /// The stable code (as in the answer and in the HTTP error).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::TooManyOverrides => "too_many_overrides",
+            Refusal::InvalidPersona => "invalid_persona",
+            Refusal::InvalidMood => "invalid_mood",
+        }
+    }
+}
+
+/// The mood service's answer to a request it refuses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedAnswer {
+    /// Why, for a person.
+    pub error: String,
+    /// Why, as a code.
+    pub code: Refusal,
+}
+
 /// Failure of a mood request.
 #[derive(Debug, thiserror::Error)]
 pub enum MoodApiError {
+    /// The service refused the request (a limit or an invalid argument).
+    #[error("{message}")]
+    Refused {
+        /// Why, as a code.
+        code: Refusal,
+        /// Why, for a person.
+        message: String,
+    },
     /// Nobody answered in time (no mood service running?).
     #[error("the mood service did not answer within {0:?}")]
     Timeout(Duration),
@@ -92,6 +150,12 @@ pub async fn request<T: Serialize>(
     .await
     .map_err(|_| MoodApiError::Timeout(timeout))?
     .map_err(|e| MoodApiError::Request(e.to_string()))?;
+    if let Ok(refused) = serde_json::from_slice::<RefusedAnswer>(&reply.payload) {
+        return Err(MoodApiError::Refused {
+            code: refused.code,
+            message: refused.error,
+        });
+    }
     serde_json::from_slice(&reply.payload).map_err(|_| {
         MoodApiError::BadAnswer(
             String::from_utf8_lossy(&reply.payload)

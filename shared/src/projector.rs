@@ -1,15 +1,26 @@
 //! Checkpointed projections: the read model and its checkpoint change in one transaction,
 //! so a crash never applies an event twice or skips one; rebuilding from position 0 gives
 //! the same rows as the live run.
+//!
+//! A projection never stalls: an event it cannot decode or apply for good is parked (see
+//! [`crate::parking`]) with the error, logged and counted, and the checkpoint moves on.
+//! Each batch is applied inside a savepoint; only when an event of it fails is the batch
+//! applied again one event (one savepoint) at a time, so the common path costs nothing
+//! extra. Failures that may pass by themselves (a lost connection, a serialization
+//! failure) are not parked: the pass fails, nothing of the batch is kept, and the runner
+//! tries again.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::PgListener;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Connection, Postgres, Row, Transaction};
 use tracing::{debug, warn};
+use uuid::Uuid;
 
 use crate::envelope::RecordedEvent;
+use crate::parking;
 use crate::store::{read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
 
 /// Failure while projecting.
@@ -47,6 +58,36 @@ impl From<sqlx::Error> for ProjectionError {
     }
 }
 
+impl ProjectionError {
+    /// Whether trying again later could succeed with the same code and data: the connection
+    /// or the server failed, or the transaction lost a race. Such failures are retried,
+    /// never parked; everything else (a payload that does not decode, a statement the data
+    /// violates) is parked.
+    pub fn is_transient(&self) -> bool {
+        let ProjectionError::Store(StoreError::Database(e)) = self else {
+            return false;
+        };
+        match e {
+            sqlx::Error::Database(db) => {
+                let code = db.code().unwrap_or_default();
+                // 08 connection, 40 rollback (serialization, deadlock), 53 resources,
+                // 57 operator intervention, 58 system; 55P03 lock not available.
+                ["08", "40", "53", "57", "58"]
+                    .iter()
+                    .any(|class| code.starts_with(class))
+                    || code == "55P03"
+            }
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            _ => false,
+        }
+    }
+}
+
 /// A read model fed by events.
 #[async_trait::async_trait]
 pub trait Projection: Send + Sync + 'static {
@@ -72,15 +113,28 @@ pub struct ProjectionRunner {
     projection: Arc<dyn Projection>,
     batch_size: i64,
     poll_interval: Duration,
+    /// Events this runner parked since it was created.
+    parked: Arc<AtomicU64>,
 }
 
 /// The outcome of one catch-up pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatchUp {
-    /// Events read (and applied or skipped) in this pass.
+    /// Events read (and applied, skipped or parked) in this pass.
     pub processed: usize,
+    /// Events parked in this pass.
+    pub parked: usize,
     /// Whether newer events exist that were held back (still-running transactions).
     pub pending: bool,
+}
+
+/// The outcome of [`ProjectionRunner::retry_parked`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryOutcome {
+    /// Parked events that applied this time (their parked rows are gone).
+    pub applied: Vec<Uuid>,
+    /// Parked events that failed again, with the new error (their rows are kept).
+    pub still_parked: Vec<(Uuid, String)>,
 }
 
 impl ProjectionRunner {
@@ -96,7 +150,13 @@ impl ProjectionRunner {
             projection,
             batch_size: batch_size.max(1),
             poll_interval,
+            parked: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Events this runner (and its clones) parked since it was created.
+    pub fn parked_total(&self) -> u64 {
+        self.parked.load(Ordering::Relaxed)
     }
 
     /// Key of the advisory lock serializing runners of one projection across processes.
@@ -113,47 +173,148 @@ impl ProjectionRunner {
     /// Applies everything committed so far (in batches). Another process running the same
     /// projection makes this a no-op pass.
     pub async fn catch_up(&self) -> Result<CatchUp, ProjectionError> {
-        let mut total = 0;
+        let mut pass = CatchUp {
+            processed: 0,
+            parked: 0,
+            pending: false,
+        };
         loop {
-            let (n, locked) = self.batch().await?;
-            total += n;
+            let (n, parked, locked) = self.batch().await?;
+            pass.processed += n;
+            pass.parked += parked;
             if !locked {
-                return Ok(CatchUp {
-                    processed: total,
-                    pending: false,
-                });
+                return Ok(pass);
             }
             if (n as i64) < self.batch_size {
-                let pending = self.has_newer().await?;
-                return Ok(CatchUp {
-                    processed: total,
-                    pending,
-                });
+                pass.pending = self.has_newer().await?;
+                return Ok(pass);
             }
         }
     }
 
-    async fn batch(&self) -> Result<(usize, bool), ProjectionError> {
+    /// One batch: (events read, events parked, whether this process held the lock).
+    async fn batch(&self) -> Result<(usize, usize, bool), ProjectionError> {
         let mut tx = self.store.pool().begin().await?;
         let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
             .bind(self.lock_key())
             .fetch_one(&mut *tx)
             .await?;
         if !locked {
-            return Ok((0, false));
+            return Ok((0, 0, false));
         }
         let from = checkpoint(&mut *tx, self.projection.name()).await?;
         let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
         let Some(last) = events.last() else {
-            return Ok((0, true));
+            return Ok((0, 0, true));
         };
         let last = ReadPosition::of(last);
-        for event in &events {
-            self.projection.apply(&mut tx, event).await?;
-        }
+        let parked = self.apply_batch(&mut tx, &events).await?;
         save_checkpoint(&mut tx, self.projection.name(), last).await?;
         tx.commit().await?;
-        Ok((events.len(), true))
+        Ok((events.len(), parked, true))
+    }
+
+    /// Applies `events` in `tx`: all at once inside a savepoint, or, when one of them fails
+    /// for good, again one at a time, parking each that fails. Returns how many it parked.
+    async fn apply_batch(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        events: &[RecordedEvent],
+    ) -> Result<usize, ProjectionError> {
+        let mut whole = tx.begin().await?;
+        let mut failed = None;
+        for event in events {
+            if let Err(e) = self.projection.apply(&mut whole, event).await {
+                failed = Some(e);
+                break;
+            }
+        }
+        match failed {
+            None => {
+                whole.commit().await?;
+                return Ok(0);
+            }
+            Some(e) if e.is_transient() => return Err(e),
+            Some(_) => whole.rollback().await?,
+        }
+        let mut parked = 0;
+        for event in events {
+            if let Err(e) = self.apply_one(tx, event).await? {
+                self.park(tx, event, &e).await?;
+                parked += 1;
+            }
+        }
+        Ok(parked)
+    }
+
+    /// Applies one event inside its own savepoint: `Ok(Err(e))` when it failed for good (and
+    /// nothing of it was kept), `Err` when the failure may pass.
+    async fn apply_one(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<Result<(), ProjectionError>, ProjectionError> {
+        let mut one = tx.begin().await?;
+        match self.projection.apply(&mut one, event).await {
+            Ok(()) => {
+                one.commit().await?;
+                Ok(Ok(()))
+            }
+            Err(e) if e.is_transient() => Err(e),
+            Err(e) => {
+                one.rollback().await?;
+                Ok(Err(e))
+            }
+        }
+    }
+
+    async fn park(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+        error: &ProjectionError,
+    ) -> Result<(), ProjectionError> {
+        let name = self.projection.name();
+        parking::park(tx, name, event, &error.to_string()).await?;
+        let total = self.parked.fetch_add(1, Ordering::Relaxed) + 1;
+        warn!(
+            projection = name,
+            event_id = %event.event_id,
+            event_type = %event.event_type,
+            position = event.position,
+            %error,
+            parked_total = total,
+            "event parked; the projection moves on (`ghost projections retry {name}` applies it again)"
+        );
+        Ok(())
+    }
+
+    /// Applies every event `projection` parked again, in commit order (after the events
+    /// that followed them: a rebuild gives the in-order result). Those that apply leave the
+    /// parking table; the others stay with their new error.
+    pub async fn retry_parked(&self) -> Result<RetryOutcome, ProjectionError> {
+        let name = self.projection.name();
+        let mut tx = self.store.pool().begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(self.lock_key())
+            .execute(&mut *tx)
+            .await?;
+        let events = parking::parked_events(&mut tx, name).await?;
+        let mut outcome = RetryOutcome::default();
+        for event in &events {
+            match self.apply_one(&mut tx, event).await? {
+                Ok(()) => {
+                    parking::unpark(&mut tx, name, event.event_id).await?;
+                    outcome.applied.push(event.event_id);
+                }
+                Err(e) => {
+                    parking::park(&mut tx, name, event, &e.to_string()).await?;
+                    outcome.still_parked.push((event.event_id, e.to_string()));
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(outcome)
     }
 
     async fn has_newer(&self) -> Result<bool, ProjectionError> {
@@ -167,8 +328,9 @@ impl ProjectionRunner {
         .await?)
     }
 
-    /// Empties the read model and replays every event from position 0, in one transaction
-    /// (readers see either the old rows or the rebuilt ones). Returns events replayed.
+    /// Empties the read model (and forgets what it parked) and replays every event from
+    /// position 0, in one transaction (readers see either the old rows or the rebuilt
+    /// ones), parking again what still fails. Returns events replayed.
     pub async fn rebuild(&self) -> Result<usize, ProjectionError> {
         let mut tx = self.store.pool().begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -176,15 +338,14 @@ impl ProjectionRunner {
             .execute(&mut *tx)
             .await?;
         self.projection.reset(&mut tx).await?;
+        parking::clear(&mut tx, self.projection.name()).await?;
         let mut from = ReadPosition::START;
         let mut total = 0;
         loop {
             let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
             let Some(last) = events.last() else { break };
             from = ReadPosition::of(last);
-            for event in &events {
-                self.projection.apply(&mut tx, event).await?;
-            }
+            self.apply_batch(&mut tx, &events).await?;
             total += events.len();
         }
         save_checkpoint(&mut tx, self.projection.name(), from).await?;

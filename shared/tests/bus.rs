@@ -264,3 +264,40 @@ async fn a_commit_whose_publish_was_lost_is_relayed_and_delivered_once() {
     task.abort();
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn the_event_streams_carry_the_configured_limits_and_follow_a_change() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = env.context("test").await.unwrap();
+    let config = env.config.ghost.bus.clone();
+    let names = [
+        config.stream_name.clone(),
+        format!("{}_DLQ", config.stream_name),
+    ];
+    let limits = |bus: ghost_shared::bus::Bus| {
+        let names = names.clone();
+        async move {
+            let mut out = Vec::new();
+            for name in names {
+                let mut stream = bus.jetstream().get_stream(&name).await.unwrap();
+                let c = stream.info().await.unwrap().config.clone();
+                out.push((c.max_age, c.max_bytes));
+            }
+            out
+        }
+    };
+    let configured = (Duration::from_secs(config.max_age_secs), config.max_bytes);
+    assert!(configured.0 > Duration::ZERO && configured.1 > 0);
+    assert_eq!(limits(ctx.bus().clone()).await, [configured, configured]);
+
+    // A deployment that changes the limits gets them on the streams that already exist.
+    let mut changed = config.clone();
+    changed.max_age_secs = 2 * config.max_age_secs;
+    changed.max_bytes = config.max_bytes / 2;
+    let bus = ghost_shared::bus::Bus::connect(changed.clone())
+        .await
+        .unwrap();
+    let expected = (Duration::from_secs(changed.max_age_secs), changed.max_bytes);
+    assert_eq!(limits(bus).await, [expected, expected]);
+    env.cleanup().await;
+}

@@ -24,6 +24,7 @@ fn config(provider: Provider, base_url: &str, timeout_secs: u64) -> LlmRoleConfi
         model: "test-model".into(),
         options: GenerationOptions::default(),
         timeout_secs,
+        max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
     }
 }
 
@@ -699,4 +700,64 @@ async fn timeout_writes_the_after_timeout_audit() {
     assert!(!cap.text().contains("sk-hidden"));
     let _ = std::fs::remove_file(&path);
     fake.shutdown().await;
+}
+
+/// Streams `client`'s reply to "hi"; the error it ended with, as text.
+async fn streamed_error(client: &LlmClient) -> Option<LlmError> {
+    collect(client, &[ChatMessage::user("hi")]).await.unwrap().1
+}
+
+#[tokio::test]
+async fn a_reply_larger_than_the_limit_is_refused_with_a_clear_error() {
+    let fake = FakeLlm::start().await.unwrap();
+    // The default limit (8 MiB), passed in one piece and in many, streamed and not.
+    let huge = "x".repeat(9 * 1024 * 1024);
+    let pieces: Vec<&str> = huge
+        .as_bytes()
+        .chunks(64 * 1024)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let too_large = LlmError::ResponseTooLarge {
+        limit: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
+    };
+    for p in BOTH {
+        fake.push(Script::chunks(vec![&huge]));
+        assert_eq!(
+            streamed_error(&client(p, &fake)).await.as_ref(),
+            Some(&too_large),
+            "{p:?}"
+        );
+        fake.push(Script::chunks(pieces.clone()));
+        assert_eq!(
+            streamed_error(&client(p, &fake)).await.as_ref(),
+            Some(&too_large),
+            "{p:?}"
+        );
+        fake.push(Script::chunks(vec![&huge]));
+        let whole = client(p, &fake).chat(&[ChatMessage::user("hi")]).await;
+        assert_eq!(whole.as_ref().err(), Some(&too_large), "{p:?}");
+    }
+    let message = too_large.to_string();
+    assert!(
+        message.contains("larger than") && message.contains("max_response_bytes"),
+        "{message}"
+    );
+
+    // A configured limit; a reply under it still arrives whole.
+    for p in BOTH {
+        let mut cfg = config(p, &fake.base_url(), 10);
+        cfg.max_response_bytes = 4096;
+        let small = LlmClient::new(cfg, None).unwrap();
+        fake.push(Script::reply(&"word ".repeat(2000)));
+        assert_eq!(
+            streamed_error(&small).await,
+            Some(LlmError::ResponseTooLarge { limit: 4096 }),
+            "{p:?}"
+        );
+        fake.push(Script::reply("short and sweet"));
+        assert_eq!(
+            small.chat(&[ChatMessage::user("hi")]).await.unwrap(),
+            "short and sweet"
+        );
+    }
 }

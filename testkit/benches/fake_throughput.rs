@@ -17,6 +17,7 @@ fn client(provider: Provider, fake: &FakeLlm) -> Option<LlmClient> {
             model: "bench".into(),
             options: Default::default(),
             timeout_secs: 10,
+            max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
         },
         None,
     )

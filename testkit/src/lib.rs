@@ -6,11 +6,15 @@
 //!   (streaming included), scripted per request;
 //! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
 //! - [`testing`]: per-test environments on the real Postgres and NATS (own database, own
-//!   subject prefix and stream), plus event builders and `eventually`.
+//!   subject prefix and stream), plus event builders and `eventually`;
+//! - `fuzz` (feature `fuzz`): hostile inputs and the case count for the boundary parsers'
+//!   fuzz tests (`tests/fuzz_*.rs`).
 //!
 //! The crash points tests arm (`GHOST_FAULTS`) are not here: they are the production-side
 //! hook [`ghost_shared::fault`].
 
 pub mod fake_llm;
 pub mod fake_platforms;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod testing;

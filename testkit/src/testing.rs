@@ -63,6 +63,12 @@ impl TestEnv {
             ("GHOST_BUS__STREAM_NAME".into(), format!("GHOSTTEST_{id}")),
             ("GHOST_BUS__STORAGE".into(), "memory".into()),
             ("GHOST_BUS__ACK_WAIT_SECS".into(), "3".into()),
+            // JetStream reserves max_bytes per memory stream: keep tests' reservations small.
+            (
+                "GHOST_BUS__MAX_BYTES".into(),
+                (64 * 1024 * 1024).to_string(),
+            ),
+            ("GHOST_BUS__MAX_AGE_SECS".into(), "3600".into()),
             ("GHOST_OUTBOX__RELAY_INTERVAL_MS".into(), "100".into()),
             ("GHOST_OUTBOX__GRACE_MS".into(), "300".into()),
             ("GHOST_PROJECTIONS__POLL_INTERVAL_MS".into(), "50".into()),

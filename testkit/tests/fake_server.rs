@@ -135,6 +135,7 @@ async fn many_concurrent_zero_delay_calls_all_complete() {
             model: "m".into(),
             options: Default::default(),
             timeout_secs: 10,
+            max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
         },
         None,
     )

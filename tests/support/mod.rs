@@ -175,6 +175,25 @@ impl TestApp {
 
     /// Starts `ghost run <service>` as a child process on this environment, with extra env.
     pub fn spawn_child(&self, service: &str, extra_env: &[(&str, &str)]) -> tokio::process::Child {
+        self.child_command(service, extra_env)
+            .spawn()
+            .expect("spawn ghost")
+    }
+
+    /// Like [`Self::spawn_child`], but the child runs in `dir` (its working directory and
+    /// temporary directory), as a service on another machine would see only its own disk.
+    pub fn spawn_child_in(
+        &self,
+        service: &str,
+        dir: &std::path::Path,
+        extra_env: &[(&str, &str)],
+    ) -> tokio::process::Child {
+        let mut cmd = self.child_command(service, extra_env);
+        cmd.current_dir(dir).env("TMPDIR", dir);
+        cmd.spawn().expect("spawn ghost")
+    }
+
+    fn child_command(&self, service: &str, extra_env: &[(&str, &str)]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"));
         cmd.arg("run").arg(service);
         cmd.env_clear();
@@ -192,13 +211,24 @@ impl TestApp {
             cmd.env(k, v);
         }
         cmd.stdin(Stdio::null()).kill_on_drop(true);
-        cmd.spawn().expect("spawn ghost")
+        cmd
     }
 
     /// Stops the services and removes the database and streams.
     pub async fn cleanup(self) {
         self.stack.abort();
         self.env.cleanup().await;
+    }
+}
+
+/// Runs each SQL statement on `store` (e.g. to plant deliberately wrong rows), naming the
+/// one that fails.
+pub async fn execute_all(store: &EventStore, statements: &[&str]) {
+    for statement in statements {
+        sqlx::query(statement)
+            .execute(store.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use ghost::stack::ServiceName;
 use ghost_gateway::{line, slack};
 use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
 
@@ -22,24 +23,19 @@ pub struct ChannelApp {
     pub line: FakeLine,
     /// Fake Slack Web API.
     pub slack: FakeSlack,
-    /// Temp media directory of this app.
-    pub media_dir: std::path::PathBuf,
 }
 
 impl ChannelApp {
     /// Every service in-process, fakes wired in, `extra` overrides last.
     pub async fn spawn(extra: &[(&str, &str)]) -> ChannelApp {
+        Self::spawn_services(&ServiceName::ALL, extra).await
+    }
+
+    /// Only `services` in-process (others may run as child processes), fakes wired in.
+    pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> ChannelApp {
         let line = FakeLine::start().await.expect("fake line");
         let slack = FakeSlack::start().await.expect("fake slack");
-        let media_dir = std::env::temp_dir().join(format!(
-            "ghost-media-test-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        let (lb, sb, md) = (
-            line.base_url(),
-            slack.base_url(),
-            media_dir.display().to_string(),
-        );
+        let (lb, sb) = (line.base_url(), slack.base_url());
         let mut vars: Vec<(&str, &str)> = vec![
             ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
             ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "line-access-token"),
@@ -51,16 +47,10 @@ impl ChannelApp {
             ("GHOST_SLACK__API_BASE", &sb),
             ("GHOST_SLACK__BOT_USER_ID", BOT),
             ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
-            ("GHOST_MEDIA__DIR", &md),
         ];
         vars.extend_from_slice(extra);
-        let app = TestApp::spawn(&vars).await;
-        ChannelApp {
-            app,
-            line,
-            slack,
-            media_dir,
-        }
+        let app = TestApp::spawn_services(services, &vars).await;
+        ChannelApp { app, line, slack }
     }
 
     /// POSTs a LINE webhook with `signature` (computed when `None` is not wanted: use
@@ -160,9 +150,8 @@ impl ChannelApp {
         .await
     }
 
-    /// Stops everything and removes the database, streams and media.
+    /// Stops everything and removes the database (media included) and streams.
     pub async fn cleanup(self) {
-        let _ = std::fs::remove_dir_all(&self.media_dir);
         self.app.cleanup().await;
     }
 }

@@ -9,7 +9,7 @@
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
 //! - [`deliver`]: the consumer that sends LINE and Slack replies, each at most once;
-//!   [`media`]: temp images;
+//!   [`media`]: LINE images into the media table, and its sweeper;
 //! - [`line`] / [`slack`]: each platform's protocol as pure functions — wire types
 //!   (`line::wire`, `slack::wire`), signatures, turn classification, reply shaping and
 //!   retry policies — used by the handlers and by delivery.

@@ -1,16 +1,19 @@
-//! Temp media: LINE image content is downloaded after the webhook was answered, kept in
-//! `media.dir` for `media.retention_secs` (seed 002: not deleted right after use, so a slow or
-//! retried model call still finds it), and removed by a sweeper.
+//! Media: LINE image content is downloaded after the webhook was answered (at most
+//! `media.max_image_bytes`, counted while it streams in), stored in the database's media
+//! table (so the persona reaches it from any machine), kept for `media.retention_secs`
+//! (seed 002: not deleted right after use, so a slow or retried model call still finds it),
+//! and removed by a sweeper.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use futures::StreamExt;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{Channel, ImageAttachment, LineImageReceived, UserMessageReceived};
+use ghost_shared::media::MediaStore;
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 
@@ -19,35 +22,20 @@ pub const IMAGE_TEXT: &str = "[image]";
 /// Text when the image could not be fetched: the persona still answers.
 pub const IMAGE_FAILED_TEXT: &str = "[image that could not be downloaded]";
 
-/// The media directory, resolved and created.
-pub fn media_dir(ctx: &ServiceContext) -> std::io::Result<PathBuf> {
-    let dir = ctx.config.resolve(&ctx.config.ghost.media.dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-/// Downloads LINE images and then appends the turn's `UserMessageReceived`.
+/// Downloads LINE images into the media store and then appends the turn's
+/// `UserMessageReceived`.
 pub struct ImageFetcher {
     ctx: ServiceContext,
     http: reqwest::Client,
-    dir: PathBuf,
-}
-
-fn extension(content_type: Option<&str>) -> &'static str {
-    match content_type.unwrap_or("") {
-        "image/png" => "png",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/jpeg" => "jpg",
-        _ => "bin",
-    }
+    media: MediaStore,
 }
 
 impl ImageFetcher {
+    /// Downloads the image into the media store under `media_id`.
     async fn download(
         &self,
         image: &LineImageReceived,
-        stem: &str,
+        media_id: uuid::Uuid,
     ) -> Result<ImageAttachment, HandlerError> {
         let s = &self.ctx.config.ghost.line;
         let mut req = match &image.external_url {
@@ -85,32 +73,15 @@ impl ImageFetcher {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|v| v.split(';').next().unwrap_or(v).trim().to_owned());
-        let max = self.ctx.config.ghost.media.max_image_bytes;
-        if r.content_length().is_some_and(|n| n > max) {
-            return Err(HandlerError::permanent(format!(
-                "image is larger than {max} bytes"
-            )));
-        }
-        let bytes = r.bytes().await.map_err(HandlerError::transient)?;
-        if bytes.len() as u64 > max {
-            return Err(HandlerError::permanent(format!(
-                "image is larger than {max} bytes"
-            )));
-        }
-        let path = self
-            .dir
-            .join(format!("{stem}.{}", extension(content_type.as_deref())));
-        let tmp = path.with_extension("part");
-        tokio::fs::write(&tmp, &bytes)
+        let bytes = read_capped(r, self.ctx.config.ghost.media.max_image_bytes).await?;
+        self.media
+            .put(media_id, content_type.as_deref(), &bytes)
             .await
             .map_err(HandlerError::transient)?;
-        tokio::fs::rename(&tmp, &path)
-            .await
-            .map_err(HandlerError::transient)?;
-        info!(path = %path.display(), bytes = bytes.len(), "LINE image stored in temp media");
+        info!(%media_id, bytes = bytes.len(), "LINE image stored in the media table");
         Ok(ImageAttachment {
             message_id: image.message_id.clone(),
-            local_path: path.display().to_string(),
+            media_id: Some(media_id),
             content_type,
         })
     }
@@ -148,6 +119,31 @@ impl ImageFetcher {
 
 /// Step the user message's id derives from.
 const STEP: &str = "UserMessageReceived";
+/// Step the image's media id derives from (so a redelivery stores it once).
+const MEDIA_STEP: &str = "Media";
+
+/// The whole body, refused as soon as it grows past `max` bytes: reading stops there, so an
+/// endless or oversized body never sits in memory.
+async fn read_capped(response: reqwest::Response, max: u64) -> Result<Vec<u8>, HandlerError> {
+    let too_big = || {
+        HandlerError::permanent(format!(
+            "image is larger than {max} bytes (media.max_image_bytes); download stopped"
+        ))
+    };
+    if response.content_length().is_some_and(|n| n > max) {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(HandlerError::transient)?;
+        if (body.len() + chunk.len()) as u64 > max {
+            return Err(too_big());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
 
 #[async_trait::async_trait]
 impl EventHandler for ImageFetcher {
@@ -156,8 +152,8 @@ impl EventHandler for ImageFetcher {
         if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(());
         }
-        let id = ghost_shared::ids::derive_event_id(event.event_id, STEP);
-        let attachment = self.download(&image, &id.to_string()).await?;
+        let media_id = ghost_shared::ids::derive_event_id(event.event_id, MEDIA_STEP);
+        let attachment = self.download(&image, media_id).await?;
         self.append_message(&event, image, Some(attachment)).await
     }
 
@@ -173,40 +169,15 @@ impl EventHandler for ImageFetcher {
     }
 }
 
-/// Removes files in `dir` last modified more than `retention` ago; returns how many.
-pub async fn sweep(dir: &Path, retention: Duration) -> std::io::Result<usize> {
-    let mut removed = 0;
-    let mut entries = tokio::fs::read_dir(dir).await?;
-    let now = SystemTime::now();
-    while let Some(entry) = entries.next_entry().await? {
-        let Ok(meta) = entry.metadata().await else {
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .unwrap_or_default();
-        if age > retention && tokio::fs::remove_file(entry.path()).await.is_ok() {
-            info!(path = %entry.path().display(), "expired temp media removed");
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
-/// Starts the image fetcher consumer and the sweeper.
+/// Starts the image fetcher consumer and the media sweeper.
 pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> std::io::Result<()> {
-    let dir = media_dir(&ctx)?;
+    let media = MediaStore::new(ctx.store().pool().clone());
     let fetcher = Arc::new(ImageFetcher {
         http: reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(std::io::Error::other)?,
-        dir: dir.clone(),
+        media: media.clone(),
         ctx: ctx.clone(),
     });
     handle.spawn(run_consumer(
@@ -220,8 +191,10 @@ pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> std::io::Result
     handle.spawn(async move {
         loop {
             tokio::time::sleep(every).await;
-            if let Err(e) = sweep(&dir, retention).await {
-                warn!(error = %e, dir = %dir.display(), "temp media sweep failed");
+            match media.sweep(retention).await {
+                Ok(0) => {}
+                Ok(n) => info!(removed = n, "expired media removed"),
+                Err(e) => warn!(error = %e, "media sweep failed"),
             }
         }
         #[allow(unreachable_code)]

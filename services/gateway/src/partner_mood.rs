@@ -2,7 +2,8 @@
 //!
 //! `GET` returns the value used for the last reply (or the default) — never a fresh
 //! computation; `PUT` replaces it entirely with a validated override, held in the mood
-//! service's memory only (lost on restart); `DELETE` returns to the computed value.
+//! service's memory only (lost on restart; at most `mood.max_overrides` personas at once,
+//! one more is `409 too_many_overrides`); `DELETE` returns to the computed value.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use ghost_shared::affect::MoodState;
-use ghost_shared::mood_api::{self, MoodAnswer, MoodApiError, MoodDebugRequest};
+use ghost_shared::mood_api::{self, MoodAnswer, MoodApiError, MoodDebugRequest, Refusal};
 use serde::Deserialize;
 
 use crate::error::ApiError;
@@ -29,6 +30,13 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 async fn ask(state: &AppState, request: MoodDebugRequest) -> Result<Json<MoodAnswer>, ApiError> {
     match mood_api::request(state.ctx.bus(), mood_api::DEBUG_SUBJECT, &request, TIMEOUT).await {
         Ok(answer) => Ok(Json(answer)),
+        Err(MoodApiError::Refused { code, message }) => {
+            let status = match code {
+                Refusal::TooManyOverrides => StatusCode::CONFLICT,
+                Refusal::InvalidPersona | Refusal::InvalidMood => StatusCode::BAD_REQUEST,
+            };
+            Err(ApiError::new(status, code.as_str(), message))
+        }
         Err(e @ (MoodApiError::Timeout(_) | MoodApiError::Request(_))) => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "mood_unavailable",
@@ -38,10 +46,15 @@ async fn ask(state: &AppState, request: MoodDebugRequest) -> Result<Json<MoodAns
     }
 }
 
-fn persona(state: &AppState, param: PersonaParam) -> String {
-    param
+/// The persona asked about (the chat persona when absent), checked before it reaches the
+/// mood service.
+fn persona(state: &AppState, param: PersonaParam) -> Result<String, ApiError> {
+    let persona = param
         .persona
-        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone())
+        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone());
+    mood_api::check_persona_id(&persona)
+        .map_err(|e| ApiError::bad_request(Refusal::InvalidPersona.as_str(), e))?;
+    Ok(persona)
 }
 
 /// `GET /api/partner_mood`.
@@ -49,7 +62,7 @@ pub async fn get(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p);
+    let persona = persona(&state, p)?;
     ask(&state, MoodDebugRequest::Get { persona }).await
 }
 
@@ -67,7 +80,7 @@ pub async fn put(
     })?;
     mood.validate()
         .map_err(|e| ApiError::bad_request("invalid_mood", e.to_string()))?;
-    let persona = persona(&state, p);
+    let persona = persona(&state, p)?;
     ask(
         &state,
         MoodDebugRequest::Put {
@@ -83,6 +96,6 @@ pub async fn delete(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p);
+    let persona = persona(&state, p)?;
     ask(&state, MoodDebugRequest::Delete { persona }).await
 }

@@ -8,13 +8,17 @@
 //! `{"type":"control","next":ID}`, and `{"type":"error","code","message"}` for a frame it
 //! cannot take (the connection stays open).
 //!
+//! Frames and messages are capped (`gateway.max_ws_frame_bytes`, `max_ws_message_bytes`):
+//! a bigger one closes the connection with 1009 (message too big) and a reason naming the
+//! limit; nothing of it is read into memory or stored.
+//!
 //! Lines come from the stage's events in the store, woken by the persona's signals on core
 //! NATS and a periodic check, so every watcher sees every line, in order, even if a signal
 //! is lost. Any number of watchers may follow one stage.
 
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
@@ -66,7 +70,39 @@ pub async fn stage(
             "stage_id must be 1-64 characters of A-Z a-z 0-9 - _",
         ));
     }
-    Ok(ws.on_upgrade(move |socket| watch(state, stage_id, socket)))
+    let g = &state.ctx.config.ghost.gateway;
+    Ok(ws
+        .max_frame_size(g.max_ws_frame_bytes)
+        .max_message_size(g.max_ws_message_bytes)
+        .on_upgrade(move |socket| watch(state, stage_id, socket)))
+}
+
+/// Whether a read failed because a frame or message was over the size limits.
+fn over_limit(e: axum::Error) -> bool {
+    matches!(
+        e.into_inner().downcast::<tungstenite::Error>().as_deref(),
+        Ok(tungstenite::Error::Capacity(_))
+    )
+}
+
+/// Closes with 1009 naming the limit, then reads (and drops) whatever the client still
+/// sends until it answers the close, so the connection ends cleanly rather than reset.
+async fn close_too_big<S, R>(sink: &mut S, incoming: &mut R, limits: (usize, usize))
+where
+    S: futures::Sink<Message> + Unpin,
+    R: futures::Stream<Item = Result<Message, axum::Error>> + Unpin,
+{
+    let frame = CloseFrame {
+        code: close_code::SIZE,
+        reason: format!(
+            "message too big: at most {} bytes a frame and {} bytes a message",
+            limits.0, limits.1
+        )
+        .into(),
+    };
+    let _ = sink.send(Message::Close(Some(frame))).await;
+    let drain = async { while incoming.next().await.is_some() {} };
+    let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
 }
 
 /// A frame the client sent.
@@ -136,7 +172,16 @@ async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
                 Some(Ok(Message::Binary(_))) => {
                     out.push(error_frame("invalid_frame", "frames must be JSON text"));
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Err(e)) => {
+                    if over_limit(e) {
+                        let g = &state.ctx.config.ghost.gateway;
+                        let limits = (g.max_ws_frame_bytes, g.max_ws_message_bytes);
+                        debug!(stage_id, ?limits, "websocket frame or message over the limit");
+                        close_too_big(&mut sink, &mut incoming, limits).await;
+                    }
+                    break;
+                }
+                Some(Ok(Message::Close(_))) | None => break,
                 Some(Ok(_)) => {} // ping/pong: axum answers pings itself
             },
             signal = signals.next() => {

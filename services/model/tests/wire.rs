@@ -58,6 +58,7 @@ fn client(max_tokens: Option<u32>, stop: Option<Vec<String>>) -> LlmClient {
                 ..GenerationOptions::default()
             },
             timeout_secs: 300,
+            max_response_bytes: 1 << 20,
         },
         None,
     )

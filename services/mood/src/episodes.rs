@@ -96,9 +96,9 @@ impl Projection for MoodEpisodes {
     ) -> Result<(), ProjectionError> {
         let (persona, episode) = match event.event_type.as_str() {
             AssistantReplied::EVENT_TYPE => {
-                let Ok(reply) = event.decode::<AssistantReplied>() else {
-                    return Ok(());
-                };
+                let reply: AssistantReplied = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let Some(affect) = &reply.affect else {
                     return Ok(());
                 };
@@ -108,9 +108,9 @@ impl Projection for MoodEpisodes {
                 )
             }
             AffectReflected::EVENT_TYPE => {
-                let Ok(r) = event.decode::<AffectReflected>() else {
-                    return Ok(());
-                };
+                let r: AffectReflected = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
                 let e = episode(r.at, &r.affect);
                 (r.persona, e)
             }
@@ -161,7 +161,11 @@ impl Projection for MoodEpisodes {
         Ok(())
     }
 
+    /// Empties both of its tables (the episode window and the summary rows).
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        sqlx::query("DELETE FROM mood_episodes")
+            .execute(&mut **tx)
+            .await?;
         sqlx::query("DELETE FROM partner_mood_state")
             .execute(&mut **tx)
             .await?;

@@ -8,7 +8,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use ghost_shared::affect::MoodState;
-use ghost_shared::mood_api::{MoodAnswer, MoodDebugRequest, MoodQuery, DEBUG_SUBJECT, GET_SUBJECT};
+use ghost_shared::mood_api::{
+    check_persona_id, MoodAnswer, MoodDebugRequest, MoodQuery, Refusal, RefusedAnswer,
+    DEBUG_SUBJECT, GET_SUBJECT,
+};
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use serde_json::json;
@@ -16,13 +19,38 @@ use tracing::warn;
 
 use crate::episodes::MoodEpisodes;
 
-/// What this process remembers for the debug API (in memory only, lost on restart).
+/// What this process remembers for the debug API (in memory only, lost on restart). Both
+/// maps hold at most `max` personas (`mood.max_overrides`), so no caller can grow them
+/// without bound.
 #[derive(Debug, Default)]
 struct DebugState {
     /// The computed value last handed out for a reply, per persona.
     last_used: HashMap<String, MoodState>,
     /// Overrides set through `PUT /api/partner_mood`, per persona.
     overrides: HashMap<String, MoodState>,
+    /// Most personas either map holds.
+    max: usize,
+}
+
+impl DebugState {
+    /// Remembers the value used for `persona`'s reply; at the limit another persona's
+    /// entry makes room (it is only what `GET` shows, never what a reply uses).
+    fn remember(&mut self, persona: &str, state: MoodState) {
+        if !self.last_used.contains_key(persona) && self.last_used.len() >= self.max {
+            if let Some(other) = self.last_used.keys().next().cloned() {
+                self.last_used.remove(&other);
+            }
+        }
+        self.last_used.insert(persona.to_owned(), state);
+    }
+}
+
+/// A refused request: its code and message.
+fn refuse(code: Refusal, message: impl Into<String>) -> RefusedAnswer {
+    RefusedAnswer {
+        error: message.into(),
+        code,
+    }
 }
 
 /// The running mood service's shared state.
@@ -42,6 +70,7 @@ fn now_unix() -> f64 {
 impl Mood {
     /// The state a reply should use: the override, or the computed value at `now`.
     async fn answer(&self, query: MoodQuery) -> Result<MoodAnswer, String> {
+        check_persona_id(&query.persona)?;
         let overridden = self
             .debug
             .lock()
@@ -65,8 +94,7 @@ impl Mood {
             self.debug
                 .lock()
                 .map_err(|e| e.to_string())?
-                .last_used
-                .insert(query.persona.clone(), state);
+                .remember(&query.persona, state);
         }
         Ok(MoodAnswer {
             persona: query.persona,
@@ -75,12 +103,29 @@ impl Mood {
         })
     }
 
-    fn debug(&self, request: MoodDebugRequest) -> Result<MoodAnswer, String> {
-        let mut debug = self.debug.lock().map_err(|e| e.to_string())?;
+    fn debug(&self, request: MoodDebugRequest) -> Result<MoodAnswer, RefusedAnswer> {
+        let mut debug = self.debug.lock().unwrap_or_else(|e| e.into_inner());
+        let persona = match &request {
+            MoodDebugRequest::Get { persona }
+            | MoodDebugRequest::Put { persona, .. }
+            | MoodDebugRequest::Delete { persona } => persona,
+        };
+        check_persona_id(persona).map_err(|e| refuse(Refusal::InvalidPersona, e))?;
         let persona = match request {
             MoodDebugRequest::Get { persona } => persona,
             MoodDebugRequest::Put { persona, state } => {
-                state.validate().map_err(|e| e.to_string())?;
+                state
+                    .validate()
+                    .map_err(|e| refuse(Refusal::InvalidMood, e.to_string()))?;
+                if !debug.overrides.contains_key(&persona) && debug.overrides.len() >= debug.max {
+                    return Err(refuse(
+                        Refusal::TooManyOverrides,
+                        format!(
+                            "at most {} personas can have an override at once (mood.max_overrides); clear one with DELETE first",
+                            debug.max
+                        ),
+                    ));
+                }
                 debug.overrides.insert(persona.clone(), state);
                 persona
             }
@@ -158,7 +203,7 @@ async fn serve_debug(mood: Arc<Mood>, mut sub: async_nats::Subscriber) -> Result
         let body = match serde_json::from_slice::<MoodDebugRequest>(&message.payload) {
             Ok(request) => match mood.debug(request) {
                 Ok(answer) => serde_json::to_value(answer).unwrap_or_default(),
-                Err(e) => json!({ "error": e }),
+                Err(refused) => serde_json::to_value(refused).unwrap_or_default(),
             },
             Err(e) => json!({ "error": format!("invalid debug request: {e}") }),
         };
@@ -180,10 +225,14 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         Duration::from_millis(p.poll_interval_ms),
     );
     handle.tasks.push(tokio::spawn(runner.run()));
+    let max_overrides = ctx.config.ghost.mood.max_overrides;
     let mood = Arc::new(Mood {
         ctx,
         episodes,
-        debug: Mutex::new(DebugState::default()),
+        debug: Mutex::new(DebugState {
+            max: max_overrides,
+            ..DebugState::default()
+        }),
     });
     let gets = subscribe(&mood.ctx, GET_SUBJECT).await?;
     let debug = subscribe(&mood.ctx, DEBUG_SUBJECT).await?;

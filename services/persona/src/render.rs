@@ -1,5 +1,7 @@
 //! Writing one reply: prompt, stream, store — exactly once per `RenderRequested`.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use tracing::{info, warn};
@@ -11,6 +13,7 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
+use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
@@ -143,25 +146,36 @@ impl Renderer {
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());
         let mut user = ChatMessage::user(user);
-        if let Some(path) = self.image_of(request).await? {
-            user = user.with_image(ImagePart::from_path(path));
+        if let Some(image) = self.image_of(request).await? {
+            user = user.with_image(image);
         }
         messages.push(user);
         Ok(messages)
     }
 
-    /// The temp-media image the user sent with this message, if any (LINE images).
-    async fn image_of(&self, request: &RenderRequested) -> Result<Option<String>, HandlerError> {
+    /// The image the user sent with this message, if any (LINE images), read from the
+    /// media store at request time (whichever machine the gateway that stored it runs on).
+    async fn image_of(&self, request: &RenderRequested) -> Result<Option<ImagePart>, HandlerError> {
         let user = self
             .ctx
             .store()
             .get(request.user_event_id)
             .await
             .map_err(HandlerError::transient)?;
-        Ok(user
+        let Some(image) = user
             .and_then(|e| e.decode::<UserMessageReceived>().ok())
             .and_then(|m| m.image)
-            .map(|i| i.local_path))
+        else {
+            return Ok(None);
+        };
+        let Some(media_id) = image.media_id else {
+            warn!(message_id = %image.message_id, "image recorded without a media id (before media moved to the database); answering without it");
+            return Ok(None);
+        };
+        let media = MediaStore::new(self.ctx.store().pool().clone());
+        Ok(Some(ImagePart::from_source(Arc::new(
+            media.image(media_id),
+        ))))
     }
 
     /// The mood to answer in: the mood service's answer, or the calm default when it does

@@ -5,6 +5,13 @@
 //!   `Nats-Msg-Id` = event id);
 //! - `<prefix>.dlq.<consumer>`: poison messages (JetStream, kept for operators);
 //! - `<prefix>.stream.<turn>`: token deltas of one reply (core NATS).
+//!
+//! Both JetStream streams are bounded (`bus.max_age_secs`, `bus.max_bytes`) and drop their
+//! oldest messages first. Postgres is the record (projections read it, not the bus); the
+//! streams only carry events from commit to consumer, so the limits bound the server's
+//! storage at the price that a consumer stopped for longer than they allow misses what
+//! expired. Dropping the oldest (rather than refusing new publishes) keeps the live system
+//! moving when a stream fills.
 
 mod consumer;
 
@@ -40,6 +47,13 @@ pub struct BusConfig {
     pub duplicate_window_secs: u64,
     /// Messages one service instance handles at once per consumer.
     pub concurrency: usize,
+    /// Seconds JetStream keeps a message (events and dead letters) before discarding it.
+    /// Postgres keeps every event for good; this only bounds the server's storage, so a
+    /// consumer stopped for longer than this misses what expired (rebuild from the store).
+    pub max_age_secs: u64,
+    /// Bytes each stream (events, dead letters) may hold; the oldest messages are
+    /// discarded beyond it.
+    pub max_bytes: i64,
 }
 
 impl Default for BusConfig {
@@ -53,9 +67,14 @@ impl Default for BusConfig {
             ack_wait_secs: 30,
             duplicate_window_secs: 120,
             concurrency: 64,
+            max_age_secs: 7 * 24 * 3600,
+            max_bytes: 1024 * 1024 * 1024,
         }
     }
 }
+
+/// The smallest `bus.max_bytes` accepted (a few events would not fit in less).
+pub const MIN_STREAM_BYTES: i64 = 1024 * 1024;
 
 /// Where JetStream keeps messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -114,6 +133,8 @@ impl Bus {
         Ok(bus)
     }
 
+    /// Creates the event and dead-letter streams, or brings an existing stream's limits to
+    /// the configured ones.
     async fn ensure_streams(&self) -> Result<(), BusError> {
         let storage = match self.config.storage {
             BusStorage::File => StorageType::File,
@@ -125,15 +146,18 @@ impl Bus {
             (self.dlq_stream_name(), format!("{prefix}.dlq.>")),
         ] {
             self.js
-                .get_or_create_stream(jetstream::stream::Config {
-                    name,
+                .create_or_update_stream(jetstream::stream::Config {
+                    name: name.clone(),
                     subjects: vec![subject],
                     storage,
                     duplicate_window: Duration::from_secs(self.config.duplicate_window_secs),
+                    max_age: Duration::from_secs(self.config.max_age_secs),
+                    max_bytes: self.config.max_bytes,
+                    discard: jetstream::stream::DiscardPolicy::Old,
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| BusError::JetStream(e.to_string()))?;
+                .map_err(|e| BusError::JetStream(format!("stream {name}: {e}")))?;
         }
         Ok(())
     }

@@ -1,7 +1,5 @@
-//! `line:`, `slack:` and `media:`: platform endpoints, limits and temp media for the chat
-//! channels. Secrets (channel secret, tokens) are not here: they come from the environment.
-
-use std::path::PathBuf;
+//! `line:`, `slack:` and `media:`: platform endpoints, limits and the media store of the
+//! chat channels. Secrets (channel secret, tokens) are not here: they come from the environment.
 
 use serde::Deserialize;
 
@@ -93,24 +91,21 @@ impl Default for SlackSettings {
     }
 }
 
-/// `media:`: temp files for images users send.
+/// `media:`: images users send, kept in the database (the `media` table).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MediaSettings {
-    /// Directory (created on start). Relative paths resolve against the repository root.
-    pub dir: PathBuf,
-    /// Files are kept at least this long after download (seed 002: not deleted at once).
+    /// Media are kept at least this long after download (seed 002: not deleted at once).
     pub retention_secs: u64,
-    /// How often the sweeper looks for expired files.
+    /// How often the gateway's sweeper removes expired media.
     pub sweep_interval_secs: u64,
-    /// Largest image downloaded.
+    /// Largest image downloaded: the download stops as soon as it grows past this.
     pub max_image_bytes: u64,
 }
 
 impl Default for MediaSettings {
     fn default() -> Self {
         Self {
-            dir: std::env::temp_dir().join("ghost-media"),
             retention_secs: 3600,
             sweep_interval_secs: 60,
             max_image_bytes: 10 * 1024 * 1024,
@@ -170,9 +165,6 @@ pub(super) fn validate(
     }
     positive("slack.max_attempts", slack.max_attempts.into())?;
     positive("slack.request_timeout_secs", slack.request_timeout_secs)?;
-    if media.dir.as_os_str().is_empty() {
-        return Err(ConfigError::invalid("media.dir", "must not be empty"));
-    }
     positive("media.retention_secs", media.retention_secs)?;
     positive("media.sweep_interval_secs", media.sweep_interval_secs)?;
     positive("media.max_image_bytes", media.max_image_bytes)?;

@@ -33,7 +33,7 @@ pub struct GhostSettings {
     pub line: super::channels::LineSettings,
     /// Slack Events and Web API.
     pub slack: super::channels::SlackSettings,
-    /// Temp media (images users send).
+    /// Media (images users send), kept in the database.
     pub media: super::channels::MediaSettings,
     /// The multi-character stage.
     pub stage: super::stage::StageSettings,
@@ -53,6 +53,9 @@ pub struct MoodSettings {
     pub constants: crate::affect::MoodConstants,
     /// How long the persona waits for `ghost.mood.get` before using the calm default.
     pub request_timeout_ms: u64,
+    /// Most personas the debug API may hold an override for at once (in the mood
+    /// service's memory); one more is refused until one is cleared.
+    pub max_overrides: usize,
 }
 
 impl Default for MoodSettings {
@@ -60,6 +63,7 @@ impl Default for MoodSettings {
         Self {
             constants: crate::affect::MoodConstants::default(),
             request_timeout_ms: 500,
+            max_overrides: 64,
         }
     }
 }
@@ -133,6 +137,11 @@ pub struct GatewaySettings {
     pub max_message_chars: usize,
     /// A turn without an ending after this long no longer blocks its session.
     pub turn_timeout_secs: u64,
+    /// Largest WebSocket frame accepted on `/api/stage`, in bytes.
+    pub max_ws_frame_bytes: usize,
+    /// Largest WebSocket message (all frames of one message) accepted, in bytes; a bigger
+    /// one closes the connection with 1009 (message too big).
+    pub max_ws_message_bytes: usize,
 }
 
 impl Default for GatewaySettings {
@@ -142,6 +151,8 @@ impl Default for GatewaySettings {
             max_body_bytes: 64 * 1024,
             max_message_chars: 8000,
             turn_timeout_secs: 180,
+            max_ws_frame_bytes: 64 * 1024,
+            max_ws_message_bytes: 64 * 1024,
         }
     }
 }
@@ -279,6 +290,21 @@ impl GhostSettings {
         }
         positive("bus.ack_wait_secs", self.bus.ack_wait_secs)?;
         positive("bus.duplicate_window_secs", self.bus.duplicate_window_secs)?;
+        if self.bus.max_age_secs < self.bus.duplicate_window_secs {
+            return Err(ConfigError::invalid(
+                "bus.max_age_secs",
+                format!(
+                    "must be at least bus.duplicate_window_secs ({})",
+                    self.bus.duplicate_window_secs
+                ),
+            ));
+        }
+        if self.bus.max_bytes < crate::bus::MIN_STREAM_BYTES {
+            return Err(ConfigError::invalid(
+                "bus.max_bytes",
+                format!("must be at least {} (1 MiB)", crate::bus::MIN_STREAM_BYTES),
+            ));
+        }
         if !(1..=4096).contains(&self.bus.concurrency) {
             return Err(ConfigError::invalid(
                 "bus.concurrency",
@@ -308,6 +334,18 @@ impl GhostSettings {
             self.gateway.max_message_chars as u64,
         )?;
         positive("gateway.turn_timeout_secs", self.gateway.turn_timeout_secs)?;
+        if self.gateway.max_ws_message_bytes < 1024 {
+            return Err(ConfigError::invalid(
+                "gateway.max_ws_message_bytes",
+                "must be at least 1024",
+            ));
+        }
+        if !(1024..=self.gateway.max_ws_message_bytes).contains(&self.gateway.max_ws_frame_bytes) {
+            return Err(ConfigError::invalid(
+                "gateway.max_ws_frame_bytes",
+                "must be at least 1024 and at most gateway.max_ws_message_bytes",
+            ));
+        }
         positive(
             "persona.history_turns",
             self.persona.history_turns as u64 + 1,
@@ -329,6 +367,12 @@ impl GhostSettings {
             ));
         }
         positive("mood.request_timeout_ms", self.mood.request_timeout_ms)?;
+        if !(1..=10_000).contains(&self.mood.max_overrides) {
+            return Err(ConfigError::invalid(
+                "mood.max_overrides",
+                "must be between 1 and 10000",
+            ));
+        }
         self.routing.validate()?;
         for (role, llm) in &self.llm {
             validate_llm(&format!("llm.{role}"), llm)?;
@@ -359,6 +403,12 @@ fn validate_llm(key: &str, llm: &LlmRoleConfig) -> Result<(), ConfigError> {
         ));
     }
     positive(&format!("{key}.timeout_secs"), llm.timeout_secs)?;
+    if llm.max_response_bytes < 1024 {
+        return Err(ConfigError::invalid(
+            format!("{key}.max_response_bytes"),
+            "must be at least 1024",
+        ));
+    }
     if let Some(t) = llm.options.temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(ConfigError::invalid(

@@ -76,6 +76,25 @@ fn out_of_range_values_name_the_key() {
             "llm.persona.base_url",
         ),
         ("GHOST_BUS__SUBJECT_PREFIX", "a..b", "bus.subject_prefix"),
+        ("GHOST_BUS__MAX_BYTES", "1000", "bus.max_bytes"),
+        ("GHOST_BUS__MAX_AGE_SECS", "10", "bus.max_age_secs"),
+        (
+            "GHOST_LLM__PERSONA__MAX_RESPONSE_BYTES",
+            "10",
+            "llm.persona.max_response_bytes",
+        ),
+        (
+            "GHOST_GATEWAY__MAX_WS_MESSAGE_BYTES",
+            "100",
+            "gateway.max_ws_message_bytes",
+        ),
+        (
+            "GHOST_GATEWAY__MAX_WS_FRAME_BYTES",
+            "1048576",
+            "gateway.max_ws_frame_bytes",
+        ),
+        ("GHOST_MOOD__MAX_OVERRIDES", "0", "mood.max_overrides"),
+        ("GHOST_MEDIA__MAX_IMAGE_BYTES", "0", "media.max_image_bytes"),
     ];
     for (var, value, key) in cases {
         let err = load(GHOST, &[(var, value)]).unwrap_err().to_string();
@@ -136,6 +155,21 @@ fn routing_entry_modes_are_validated_and_default_per_channel() {
     let mut bad = s;
     bad.entry_modes.insert("irc".into(), "router".into());
     assert!(bad.validate().is_err());
+}
+
+#[test]
+fn every_resource_is_bounded_by_default() {
+    let c = load(GHOST, &[]).unwrap();
+    let g = &c.ghost;
+    assert_eq!(g.bus.max_age_secs, 7 * 24 * 3600);
+    assert_eq!(g.bus.max_bytes, 1 << 30);
+    assert_eq!(g.llm["persona"].max_response_bytes, 8 << 20);
+    assert_eq!(
+        (g.gateway.max_ws_frame_bytes, g.gateway.max_ws_message_bytes),
+        (64 << 10, 64 << 10)
+    );
+    assert_eq!(g.mood.max_overrides, 64);
+    assert_eq!(g.media.max_image_bytes, 10 << 20);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,7 +15,7 @@ use super::config::{LlmRoleConfig, Provider};
 use super::decode::Decoder;
 use super::error::LlmError;
 use super::image::{audit_after_timeout, resolve_image};
-use super::message::{ChatMessage, ContentPart};
+use super::message::{ChatMessage, ContentPart, ImageSource};
 use super::wire::{self, ResolvedMessage, ResolvedPart};
 use super::LOG_TARGET;
 
@@ -54,7 +54,7 @@ impl fmt::Debug for LlmClient {
 /// A built request plus what the timeout audit needs.
 struct Prepared {
     body: serde_json::Value,
-    image_paths: Vec<PathBuf>,
+    image_sources: Vec<Arc<dyn ImageSource>>,
 }
 
 impl LlmClient {
@@ -78,6 +78,11 @@ impl LlmClient {
         }
         if cfg.timeout_secs == 0 {
             return Err(LlmError::InvalidRequest("timeout_secs must be > 0".into()));
+        }
+        if cfg.max_response_bytes == 0 {
+            return Err(LlmError::InvalidRequest(
+                "max_response_bytes must be > 0".into(),
+            ));
         }
         let auth = match api_key.as_deref().map(str::trim) {
             Some(key) if !key.is_empty() => {
@@ -138,7 +143,9 @@ impl LlmClient {
             finished: false,
             deadline,
             timeout: self.timeout(),
-            image_paths: prepared.image_paths,
+            image_sources: prepared.image_sources,
+            received: 0,
+            limit: self.cfg.max_response_bytes,
         };
         Ok(Box::pin(futures::stream::unfold(state, next_token)))
     }
@@ -149,10 +156,11 @@ impl LlmClient {
         let deadline = Instant::now() + self.timeout();
         let prepared = self.prepare(messages, false).await?;
         let resp = self.send(&prepared, deadline).await?;
-        let bytes = match timeout_at(deadline, resp.bytes()).await {
+        let read = read_capped(resp, self.cfg.max_response_bytes, self.timeout());
+        let bytes = match timeout_at(deadline, read).await {
             Ok(Ok(b)) => b,
-            Ok(Err(e)) => return Err(body_error(e, self.timeout())),
-            Err(_) => return Err(self.timed_out(&prepared.image_paths).await),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(self.timed_out(&prepared.image_sources).await),
         };
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::MalformedStream(format!("invalid JSON reply ({e}): {}", preview(&bytes)))
@@ -230,15 +238,15 @@ impl LlmClient {
             return Err(LlmError::InvalidRequest("no messages".into()));
         }
         let mut resolved = Vec::with_capacity(messages.len());
-        let mut image_paths = Vec::new();
+        let mut image_sources = Vec::new();
         for m in messages {
             let mut parts = Vec::with_capacity(m.parts.len());
             for p in &m.parts {
                 match p {
                     ContentPart::Text(t) => parts.push(ResolvedPart::Text(t.clone())),
                     ContentPart::Image(img) => {
-                        if let Some(path) = &img.source_path {
-                            image_paths.push(path.clone());
+                        if let Some(source) = &img.source {
+                            image_sources.push(Arc::clone(source));
                         }
                         if let Some(r) = resolve_image(img, self.cfg.provider).await {
                             parts.push(ResolvedPart::Image(r));
@@ -259,7 +267,10 @@ impl LlmClient {
                 wire::openai_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
             }
         };
-        Ok(Prepared { body, image_paths })
+        Ok(Prepared {
+            body,
+            image_sources,
+        })
     }
 
     /// Sends the request and checks the status, all before `deadline`.
@@ -283,7 +294,7 @@ impl LlmClient {
         let resp = match timeout_at(deadline, req.send()).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => return Err(send_error(e, self.timeout())),
-            Err(_) => return Err(self.timed_out(&prepared.image_paths).await),
+            Err(_) => return Err(self.timed_out(&prepared.image_sources).await),
         };
         if resp.status().is_success() {
             Ok(resp)
@@ -294,9 +305,9 @@ impl LlmClient {
         }
     }
 
-    async fn timed_out(&self, image_paths: &[PathBuf]) -> LlmError {
+    async fn timed_out(&self, image_sources: &[Arc<dyn ImageSource>]) -> LlmError {
         tracing::warn!(target: LOG_TARGET, model = %self.cfg.model, timeout_secs = self.cfg.timeout_secs, "LLM call timed out");
-        audit_after_timeout(image_paths).await;
+        audit_after_timeout(image_sources).await;
         LlmError::Timeout {
             after: self.timeout(),
         }
@@ -314,7 +325,10 @@ struct StreamState {
     finished: bool,
     deadline: Instant,
     timeout: Duration,
-    image_paths: Vec<PathBuf>,
+    image_sources: Vec<Arc<dyn ImageSource>>,
+    /// Body bytes read so far, and the most that may be.
+    received: usize,
+    limit: usize,
 }
 
 async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, StreamState)> {
@@ -331,17 +345,25 @@ async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, St
         match timeout_at(st.deadline, st.body.next()).await {
             Err(_) => {
                 tracing::warn!(target: LOG_TARGET, timeout_secs = st.timeout.as_secs(), "LLM stream timed out");
-                audit_after_timeout(&st.image_paths).await;
+                audit_after_timeout(&st.image_sources).await;
                 st.finished = true;
                 st.error = Some(LlmError::Timeout { after: st.timeout });
             }
-            Ok(Some(Ok(bytes))) => match st.decoder.feed(&bytes, &mut st.pending) {
-                Ok(done) => st.finished = done,
-                Err(e) => {
-                    st.finished = true;
-                    st.error = Some(e);
+            Ok(Some(Ok(bytes))) if st.received + bytes.len() > st.limit => {
+                tracing::warn!(target: LOG_TARGET, limit = st.limit, "LLM stream exceeded max_response_bytes");
+                st.finished = true;
+                st.error = Some(LlmError::ResponseTooLarge { limit: st.limit });
+            }
+            Ok(Some(Ok(bytes))) => {
+                st.received += bytes.len();
+                match st.decoder.feed(&bytes, &mut st.pending) {
+                    Ok(done) => st.finished = done,
+                    Err(e) => {
+                        st.finished = true;
+                        st.error = Some(e);
+                    }
                 }
-            },
+            }
             Ok(Some(Err(e))) => {
                 st.finished = true;
                 st.error = Some(body_error(e, st.timeout));
@@ -354,6 +376,28 @@ async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, St
             }
         }
     }
+}
+
+/// A whole (non-streamed) body, refused as soon as it grows past `limit` bytes.
+async fn read_capped(
+    resp: reqwest::Response,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, LlmError> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(LlmError::ResponseTooLarge { limit });
+    }
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| body_error(e, timeout))?;
+        if body.len() + chunk.len() > limit {
+            tracing::warn!(target: LOG_TARGET, limit, "LLM reply exceeded max_response_bytes");
+            return Err(LlmError::ResponseTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Error chain as one line (reqwest's top-level message hides the cause, e.g. "refused").
@@ -423,6 +467,7 @@ mod tests {
             model: "m".into(),
             options: GenerationOptions::default(),
             timeout_secs: 60,
+            max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 

@@ -55,11 +55,23 @@ pub struct LlmRoleConfig {
     /// Bound on a whole call (connect plus every streamed chunk), in seconds.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// Largest response body read, streamed or not, in bytes: a model or proxy that goes on
+    /// and on ends the call with [`super::LlmError::ResponseTooLarge`] instead of filling
+    /// memory.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: usize,
 }
 
 /// Default whole-call timeout: the conversation loop's 60 s budget (seed 003).
 fn default_timeout_secs() -> u64 {
     60
+}
+
+/// Default response cap: 8 MiB, some 50,000 streamed tokens with their JSON framing.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+fn default_max_response_bytes() -> usize {
+    DEFAULT_MAX_RESPONSE_BYTES
 }
 
 #[cfg(test)]
@@ -74,6 +86,7 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.provider, Provider::Openai);
         assert_eq!(cfg.timeout_secs, 60);
+        assert_eq!(cfg.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
         assert_eq!(cfg.options, GenerationOptions::default());
         assert_eq!(Provider::Ollama.as_str(), "ollama");
     }

@@ -383,3 +383,69 @@ mod tests {
         assert!(d.finish(&mut out).is_ok());
     }
 }
+
+/// Fuzzed model output on the wire: both streaming formats cut into arbitrary chunks, and
+/// the non-streaming bodies (`PROPTEST_CASES` inputs each, see `ghost_testkit::fuzz`).
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::llm::wire::{ollama_reply, openai_reply};
+    use ghost_testkit::fuzz::{bytes, clear_error, config};
+
+    const NDJSON: &[&str] = &[
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"こん\"},\"done\":false}\n{\"message\":{\"content\":\"にちは\"},\"done\":false}\n{\"message\":{\"content\":\"\"},\"done\":true,\"eval_count\":12}\n",
+        "{\"error\":\"model not found\"}\n",
+    ];
+    const SSE: &[&str] = &[
+        ": ping\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"He\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"llo\"},\"finish_reason\":null}]}\n\ndata: [DONE]\n\n",
+        "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
+    ];
+    const REPLIES: &[&str] = &[
+        "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":true}",
+        "{\"id\":\"c1\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}",
+    ];
+
+    /// Feeds `body` in pieces cut at `cuts`; the decoder's result.
+    fn decode(
+        provider: Provider,
+        body: &[u8],
+        cuts: &[prop::sample::Index],
+    ) -> Result<(), LlmError> {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(body.len() + 1)).collect();
+        points.sort_unstable();
+        let mut d = Decoder::for_provider(provider);
+        let mut out = VecDeque::new();
+        let mut from = 0;
+        for to in points.into_iter().chain([body.len()]) {
+            if d.feed(&body[from..to], &mut out)? {
+                return Ok(());
+            }
+            from = to;
+        }
+        d.finish(&mut out)
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn ollama_stream(body in bytes(NDJSON), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6)) {
+            clear_error(&decode(Provider::Ollama, &body, &cuts))?;
+        }
+
+        #[test]
+        fn openai_stream(body in bytes(SSE), cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6)) {
+            clear_error(&decode(Provider::Openai, &body, &cuts))?;
+        }
+
+        #[test]
+        fn whole_replies(body in bytes(REPLIES)) {
+            if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                clear_error(&ollama_reply(&v))?;
+                clear_error(&openai_reply(&v))?;
+            }
+        }
+    }
+}

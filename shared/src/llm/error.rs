@@ -25,6 +25,12 @@ pub enum LlmError {
     /// The response body was not the expected format, reported an error in-band, or ended early.
     #[error("LLM stream malformed: {0}")]
     MalformedStream(String),
+    /// The response body grew past the role's `max_response_bytes`; reading stopped there.
+    #[error("the model's response is larger than the limit of {limit} bytes (max_response_bytes)")]
+    ResponseTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The request could not be built (bad config, unusable input).
     #[error("invalid LLM request: {0}")]
     InvalidRequest(String),
@@ -32,13 +38,14 @@ pub enum LlmError {
 
 impl LlmError {
     /// A stable machine-readable code for events (`llm_timeout`, `llm_http`, `llm_stream`,
-    /// `llm_unavailable`, `llm_error`).
+    /// `llm_unavailable`, `llm_too_large`, `llm_error`).
     pub fn code(&self) -> &'static str {
         match self {
             LlmError::Timeout { .. } => "llm_timeout",
             LlmError::HttpStatus { .. } => "llm_http",
             LlmError::MalformedStream(_) => "llm_stream",
             LlmError::Connect(_) => "llm_unavailable",
+            LlmError::ResponseTooLarge { .. } => "llm_too_large",
             LlmError::InvalidRequest(_) => "llm_error",
         }
     }

@@ -1,22 +1,23 @@
 //! Turning `ImagePart`s into the URL actually sent, with the image audit log of seed 002
 //! ("LLM image audit before request" / "after timeout", target `provider.http`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use base64::Engine as _;
 
 use super::config::Provider;
-use super::message::ImagePart;
+use super::message::{ImagePart, ImageSource};
 use super::LOG_TARGET;
 
-/// `url_type` of an image sent as an inline `data:` URI (given, or built from `source_path`).
+/// `url_type` of an image sent as an inline `data:` URI (given, or built from its source).
 pub(crate) const URL_TYPE_DATA_URI: &str = "data_uri";
 /// `url_type` of an `http(s)://` URL.
 pub(crate) const URL_TYPE_REMOTE: &str = "remote_url";
 /// `url_type` of a URL with any other scheme (always dropped).
 pub(crate) const URL_TYPE_UNKNOWN: &str = "unknown";
 
-/// Largest local image inlined (bigger files are dropped rather than bloating the request).
+/// Largest image inlined from a source (bigger ones are dropped rather than bloating the request).
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
 /// An image that survived resolution: the URL to put on the wire.
@@ -44,9 +45,12 @@ struct Resolution {
 /// Resolves one image part for `provider` and writes the "before request" audit line.
 /// Returns `None` when the part is dropped (the request proceeds without it).
 pub(crate) async fn resolve_image(part: &ImagePart, provider: Provider) -> Option<ResolvedImage> {
-    let (exists_before, size_before) = local_state(part.source_path.as_deref()).await;
+    let (exists_before, size_before) = match &part.source {
+        Some(source) => source.stat().await,
+        None => (false, 0),
+    };
     let res = resolve_inner(part, provider).await;
-    let source_path = display_path(part.source_path.as_deref());
+    let source_path = part.source.as_ref().map(|s| s.label()).unwrap_or_default();
     tracing::info!(
         target: LOG_TARGET,
         source_path = %source_path,
@@ -65,14 +69,14 @@ pub(crate) async fn resolve_image(part: &ImagePart, provider: Provider) -> Optio
     }
 }
 
-/// Writes the "after timeout" audit line for every image that came from a local file, so a
-/// timeout can be told apart from the temp media having been cleaned up mid-request.
-pub(crate) async fn audit_after_timeout(paths: &[PathBuf]) {
-    for path in paths {
-        let (exists, size) = local_state(Some(path)).await;
+/// Writes the "after timeout" audit line for every image that came from a source, so a
+/// timeout can be told apart from the media having been swept mid-request.
+pub(crate) async fn audit_after_timeout(sources: &[Arc<dyn ImageSource>]) {
+    for source in sources {
+        let (exists, size) = source.stat().await;
         tracing::info!(
             target: LOG_TARGET,
-            source_path = %path.display(),
+            source_path = %source.label(),
             local_exists_after_timeout = exists,
             local_size_after_timeout_bytes = size,
             "LLM image audit after timeout"
@@ -100,9 +104,9 @@ async fn resolve_inner(part: &ImagePart, provider: Provider) -> Resolution {
                 url: url.to_string(),
                 drop_reason: None,
             },
-            // Ollama cannot fetch URLs; fall back to the local copy when there is one.
-            Provider::Ollama => match part.source_path.as_deref() {
-                Some(path) => from_file(path).await,
+            // Ollama cannot fetch URLs; fall back to the source's copy when there is one.
+            Provider::Ollama => match &part.source {
+                Some(source) => from_source(source.as_ref()).await,
                 None => Resolution {
                     url_type: URL_TYPE_REMOTE,
                     url: url.to_string(),
@@ -115,8 +119,8 @@ async fn resolve_inner(part: &ImagePart, provider: Provider) -> Resolution {
             url: url.to_string(),
             drop_reason: Some("unsupported_url_scheme"),
         },
-        None => match part.source_path.as_deref() {
-            Some(path) => from_file(path).await,
+        None => match &part.source {
+            Some(source) => from_source(source.as_ref()).await,
             None => Resolution {
                 url_type: URL_TYPE_UNKNOWN,
                 url: String::new(),
@@ -126,27 +130,30 @@ async fn resolve_inner(part: &ImagePart, provider: Provider) -> Resolution {
     }
 }
 
-/// Reads a local image and inlines it as a data URI.
-async fn from_file(path: &Path) -> Resolution {
+/// Reads an image from its source and inlines it as a data URI.
+async fn from_source(source: &dyn ImageSource) -> Resolution {
     let dropped = |reason| Resolution {
         url_type: URL_TYPE_DATA_URI,
         url: String::new(),
         drop_reason: Some(reason),
     };
-    if let Ok(meta) = tokio::fs::metadata(path).await {
-        if meta.len() > MAX_IMAGE_BYTES {
+    if let (true, size) = source.stat().await {
+        if size > MAX_IMAGE_BYTES {
             return dropped("file_too_large");
         }
     }
-    let bytes = match tokio::fs::read(path).await {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return dropped("file_not_found"),
-        Err(_) => return dropped("file_unreadable"),
+    let (bytes, declared) = match source.load().await {
+        Ok(loaded) => loaded,
+        Err(reason) => return dropped(reason),
     };
     if bytes.is_empty() {
         return dropped("file_empty");
     }
-    let Some(mime) = sniff_mime(&bytes).or_else(|| mime_from_extension(path)) else {
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return dropped("file_too_large");
+    }
+    let declared = declared.filter(|m| m.starts_with("image/"));
+    let Some(mime) = sniff_mime(&bytes).map(str::to_owned).or(declared) else {
         return dropped("unsupported_image_type");
     };
     let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
@@ -155,21 +162,6 @@ async fn from_file(path: &Path) -> Resolution {
         url: format!("data:{mime};base64,{b64}"),
         drop_reason: None,
     }
-}
-
-/// `(exists, size_bytes)` of an optional local file; `(false, 0)` when absent or unreadable.
-async fn local_state(path: Option<&Path>) -> (bool, u64) {
-    match path {
-        Some(p) => match tokio::fs::metadata(p).await {
-            Ok(m) => (true, m.len()),
-            Err(_) => (false, 0),
-        },
-        None => (false, 0),
-    }
-}
-
-fn display_path(path: Option<&Path>) -> String {
-    path.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
 fn is_http_url(url: &str) -> bool {
@@ -220,7 +212,7 @@ fn sniff_mime(bytes: &[u8]) -> Option<&'static str> {
 }
 
 /// Image type from the file extension, for files whose header we do not recognise.
-fn mime_from_extension(path: &Path) -> Option<&'static str> {
+pub(crate) fn mime_from_extension(path: &Path) -> Option<&'static str> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     match ext.as_str() {
         "png" => Some("image/png"),

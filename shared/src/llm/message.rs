@@ -1,6 +1,7 @@
 //! Provider-neutral chat messages.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Author of a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,30 +25,88 @@ impl Role {
     }
 }
 
-/// An image attached to a message. `url` wins when present; otherwise `source_path` is read
+/// An image attached to a message. `url` wins when present; otherwise the `source` is read
 /// and inlined as a data URI.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ImagePart {
     /// A `data:` URI or an `http(s)://` URL, sent as is.
     pub url: Option<String>,
-    /// Local temporary media file the image came from (also audited before/after the call).
-    pub source_path: Option<PathBuf>,
+    /// Where the bytes come from (a file, the media store), audited before and after the call.
+    pub source: Option<Arc<dyn ImageSource>>,
 }
+
+impl PartialEq for ImagePart {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+            && self.source.as_ref().map(|s| s.label()) == other.source.as_ref().map(|s| s.label())
+    }
+}
+
+impl Eq for ImagePart {}
 
 impl ImagePart {
     /// Image given by URL (data URI or http URL).
     pub fn from_url(url: impl Into<String>) -> Self {
         ImagePart {
             url: Some(url.into()),
-            source_path: None,
+            source: None,
         }
     }
 
     /// Image given by a local file, inlined at request time.
     pub fn from_path(path: impl Into<PathBuf>) -> Self {
+        Self::from_source(Arc::new(FileImage(path.into())))
+    }
+
+    /// Image whose bytes `source` gives at request time.
+    pub fn from_source(source: Arc<dyn ImageSource>) -> Self {
         ImagePart {
             url: None,
-            source_path: Some(path.into()),
+            source: Some(source),
+        }
+    }
+}
+
+/// Where an image's bytes come from when no URL is given: read at request time, and looked
+/// at again for the image audit (seed 002) before the call and after a timeout.
+#[async_trait::async_trait]
+pub trait ImageSource: Send + Sync + std::fmt::Debug {
+    /// What the audit calls it (`source_path`): a file path, or `media:<id>`.
+    fn label(&self) -> String;
+
+    /// The bytes and, if known, their MIME type; `Err` is the audit's `drop_reason`
+    /// (e.g. `file_not_found`, `media_not_found`).
+    async fn load(&self) -> Result<(Vec<u8>, Option<String>), &'static str>;
+
+    /// Whether it exists now and its size in bytes (`(false, 0)` when absent).
+    async fn stat(&self) -> (bool, u64);
+}
+
+/// An image in a file on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileImage(pub PathBuf);
+
+#[async_trait::async_trait]
+impl ImageSource for FileImage {
+    fn label(&self) -> String {
+        self.0.display().to_string()
+    }
+
+    async fn load(&self) -> Result<(Vec<u8>, Option<String>), &'static str> {
+        match tokio::fs::read(&self.0).await {
+            Ok(bytes) => Ok((
+                bytes,
+                super::image::mime_from_extension(&self.0).map(str::to_owned),
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("file_not_found"),
+            Err(_) => Err("file_unreadable"),
+        }
+    }
+
+    async fn stat(&self) -> (bool, u64) {
+        match tokio::fs::metadata(&self.0).await {
+            Ok(m) => (true, m.len()),
+            Err(_) => (false, 0),
         }
     }
 }

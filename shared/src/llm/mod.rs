@@ -10,9 +10,9 @@ mod message;
 mod wire;
 
 pub use client::{LlmClient, TokenStream};
-pub use config::{GenerationOptions, LlmRoleConfig, Provider};
+pub use config::{GenerationOptions, LlmRoleConfig, Provider, DEFAULT_MAX_RESPONSE_BYTES};
 pub use error::LlmError;
-pub use message::{ChatMessage, ContentPart, ImagePart, Role};
+pub use message::{ChatMessage, ContentPart, FileImage, ImagePart, ImageSource, Role};
 
 /// Tracing target of every HTTP-level log line of the client (image audit included).
 pub const LOG_TARGET: &str = "provider.http";

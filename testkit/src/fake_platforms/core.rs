@@ -94,6 +94,8 @@ pub(super) struct State {
     pub used_reply_tokens: std::collections::HashSet<String>,
     pub accepted_retry_keys: std::collections::HashSet<String>,
     pub contents: HashMap<String, (Vec<u8>, String)>,
+    pub streamed: HashMap<String, (u64, String)>,
+    pub served: HashMap<String, Arc<std::sync::atomic::AtomicU64>>,
     pub next_ts: u64,
 }
 

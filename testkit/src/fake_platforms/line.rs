@@ -71,6 +71,24 @@ impl FakeLine {
             .push_back(s);
     }
 
+    /// Serves `total` bytes as the content of message `id`, streamed in chunks without a
+    /// `Content-Length` (so a client only learns the size by reading).
+    pub fn set_streamed_content(&self, id: &str, total: u64, content_type: &str) {
+        self.shared
+            .lock()
+            .streamed
+            .insert(id.to_owned(), (total, content_type.to_owned()));
+    }
+
+    /// How many bytes of message `id`'s streamed content the client has pulled so far.
+    pub fn content_bytes_served(&self, id: &str) -> u64 {
+        self.shared
+            .lock()
+            .served
+            .get(id)
+            .map_or(0, |n| n.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
     /// Serves `bytes` as the content of message `id`.
     pub fn set_content(&self, id: &str, bytes: Vec<u8>, content_type: &str) {
         self.shared
@@ -194,6 +212,12 @@ async fn push(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Respo
 
 async fn content(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
     let path = format!("/v2/bot/message/{id}/content");
+    if authorized(&headers) {
+        if let Some(response) = streamed(&s, &id) {
+            s.record(&path, &headers, b"", 200);
+            return response;
+        }
+    }
     let found = s.lock().contents.get(&id).cloned();
     let (status, response) = match (authorized(&headers), found) {
         (false, _) => (
@@ -205,4 +229,33 @@ async fn content(State(s): State<Shared>, Path(id): Path<String>, headers: Heade
     };
     s.record(&path, &headers, b"", status);
     response
+}
+
+/// The streamed content of `id`, if it is one: 64 KiB chunks up to its size, each counted
+/// when the server pulls it (that is, once the client made room for it).
+fn streamed(s: &Shared, id: &str) -> Option<Response> {
+    const CHUNK: usize = 64 * 1024;
+    let (total, content_type) = s.lock().streamed.get(id).cloned()?;
+    let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    s.lock().served.insert(id.to_owned(), served.clone());
+    let chunk = Bytes::from(vec![0x42u8; CHUNK]);
+    let body = futures::stream::unfold(0u64, move |sent| {
+        let (chunk, served) = (chunk.clone(), served.clone());
+        async move {
+            if sent >= total {
+                return None;
+            }
+            let n = (total - sent).min(CHUNK as u64);
+            served.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+            let piece = chunk.slice(..n as usize);
+            Some((Ok::<_, std::io::Error>(piece), sent + n))
+        }
+    });
+    Some(
+        (
+            [(header::CONTENT_TYPE, content_type)],
+            axum::body::Body::from_stream(body),
+        )
+            .into_response(),
+    )
 }

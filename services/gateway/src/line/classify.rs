@@ -59,7 +59,7 @@ pub enum TurnInput {
         /// The text to hand to the router.
         text: String,
     },
-    /// An image; the gateway fetches the bytes into temp media.
+    /// An image; the gateway fetches the bytes into the media store.
     Image {
         /// Message id (the key for LINE's content API).
         message_id: String,

@@ -1,0 +1,566 @@
+//! Projections never stall: an event a projection cannot decode or apply is parked (with the
+//! error) and the projection moves on; `ghost projections retry` re-applies parked events;
+//! every rebuild starts from deliberately wrong rows and ends with exactly the live rows.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ghost::stack::projection_by_name;
+use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projector::{CatchUp, Projection, ProjectionError, ProjectionRunner};
+use ghost_shared::store::{EventStore, ExpectedVersion, StoreError};
+use ghost_testkit::testing::{repo_config_dir, TestEnv};
+use serde_json::{json, Value};
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+/// An event with a raw JSON payload (the wire shape, whatever the Rust types look like).
+fn raw(event_type: &str, payload: Value) -> NewEvent {
+    let id = Uuid::new_v4();
+    NewEvent {
+        event_id: id,
+        event_type: event_type.to_owned(),
+        schema_version: 1,
+        payload,
+        metadata: EventMetadata {
+            correlation_id: id,
+            causation_id: None,
+            traceparent: None,
+            tracestate: None,
+            service: "test".into(),
+        },
+    }
+}
+
+fn user_message(session: &str, text: &str) -> NewEvent {
+    raw(
+        "UserMessageReceived",
+        json!({"session_id": session, "channel": "http", "speaker": "user", "text": text}),
+    )
+}
+
+async fn append(store: &EventStore, stream: &str, events: &[NewEvent]) -> Vec<RecordedEvent> {
+    store
+        .append(stream, ExpectedVersion::Any, events)
+        .await
+        .expect("append")
+        .events
+}
+
+fn runner(store: &EventStore, projection: Arc<dyn Projection>) -> ProjectionRunner {
+    ProjectionRunner::new(store.clone(), projection, 500, Duration::from_millis(50))
+}
+
+/// Catch-up passes until nothing is held back: events stay invisible to the gap-safe read
+/// while any older transaction runs anywhere in the cluster (other tests' databases
+/// included), so one pass may see nothing yet. The first error ends it.
+async fn catch_up(runner: &ProjectionRunner) -> Result<CatchUp, ProjectionError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut total = CatchUp {
+        processed: 0,
+        parked: 0,
+        pending: false,
+    };
+    loop {
+        let pass = runner.catch_up().await?;
+        total.processed += pass.processed;
+        total.parked += pass.parked;
+        if !pass.pending {
+            return Ok(total);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "events held back for 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `(projection, event_id, position, error)` of every parked event, oldest first.
+async fn parked(store: &EventStore) -> Vec<(String, Uuid, i64, String)> {
+    sqlx::query_as(
+        "SELECT projection, event_id, position, error FROM projection_parked ORDER BY position",
+    )
+    .fetch_all(store.pool())
+    .await
+    .expect("parked events")
+}
+
+async fn texts(store: &EventStore) -> Vec<String> {
+    AssistantTextProjection::all(store.pool())
+        .await
+        .expect("assistant_text")
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_event_that_does_not_decode_is_parked_and_the_projection_moves_on() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let bad = raw(
+        "UserMessageReceived",
+        json!({"session_id": 5, "text": ["not", "text"]}),
+    );
+    let stored = append(
+        &store,
+        "session-p",
+        &[user_message("p", "before"), bad, user_message("p", "after")],
+    )
+    .await;
+    let runner = runner(&store, Arc::new(AssistantTextProjection));
+
+    let pass = catch_up(&runner).await.expect("the pass does not stall");
+    assert_eq!(pass.processed, 3);
+    assert_eq!(texts(&store).await, ["before", "after"]);
+    let parked = parked(&store).await;
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    let (projection, event_id, position, error) = &parked[0];
+    assert_eq!(projection, "assistant_text");
+    assert_eq!(*event_id, stored[1].event_id);
+    assert_eq!(*position, stored[1].position);
+    assert!(error.contains("does not decode"), "{error}");
+
+    // The checkpoint moved past it: a second pass neither applies nor parks it again.
+    assert_eq!(catch_up(&runner).await.expect("second pass").processed, 0);
+    assert_eq!(parked_len(&store).await, 1);
+    env.cleanup().await;
+}
+
+async fn parked_len(store: &EventStore) -> usize {
+    parked(store).await.len()
+}
+
+/// For every projection the CLI knows: a payload it cannot decode is parked under its name,
+/// and the valid event after it is still applied.
+#[tokio::test]
+async fn every_projection_parks_what_it_cannot_decode() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let user = Uuid::new_v4();
+    let cases: Vec<(&str, NewEvent, NewEvent, &str)> = vec![
+        (
+            "assistant_text",
+            raw("AssistantReplied", json!({"session_id": []})),
+            user_message("d1", "hello"),
+            "SELECT count(*) FROM assistant_text WHERE session_id = 'd1'",
+        ),
+        (
+            "partner_mood_state",
+            raw(
+                "AffectReflected",
+                json!({"persona": "kuro", "at": "yesterday"}),
+            ),
+            raw(
+                "AffectReflected",
+                json!({"persona": "kuro", "episode_event_id": Uuid::new_v4(), "at": 1_700_000_000.0,
+                       "affect": {"label": "joy", "intensity": 0.5, "salience": 0.5}}),
+            ),
+            "SELECT count(*) FROM mood_episodes WHERE persona = 'kuro'",
+        ),
+        (
+            "routing",
+            raw("RouteDecided", json!({"session_id": "d3", "route": 7})),
+            raw(
+                "RouteDecided",
+                json!({"session_id": "d3", "user_event_id": user, "route": "CHAT",
+                       "source": "rule", "local_only": true}),
+            ),
+            "SELECT count(*) FROM routing_sessions WHERE session_id = 'd3' AND local_only",
+        ),
+    ];
+    for (name, bad, good, check) in cases {
+        let stream = format!("session-{name}");
+        let stored = append(&store, &stream, &[bad, good]).await;
+        let projection = projection_by_name(name, &env.config).expect("known projection");
+        catch_up(&runner(&store, projection))
+            .await
+            .unwrap_or_else(|e| panic!("{name} stalled: {e}"));
+        let applied: i64 = sqlx::query_scalar(check)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(
+            applied, 1,
+            "{name} applied the valid event after the bad one"
+        );
+        let parked = parked(&store).await;
+        assert!(
+            parked
+                .iter()
+                .any(|(p, id, _, _)| p == name && *id == stored[0].event_id),
+            "{name} parked its bad event: {parked:?}"
+        );
+    }
+    env.cleanup().await;
+}
+
+/// A test projection writing `payload.n` into `picky (n int CHECK (n >= 0))`: a negative `n`
+/// fails inside the database; a `transient` event fails like a lost connection while
+/// `flaky` is set.
+struct Picky {
+    flaky: AtomicBool,
+    transient_failures: AtomicUsize,
+}
+
+impl Picky {
+    fn new() -> Self {
+        Self {
+            flaky: AtomicBool::new(false),
+            transient_failures: AtomicUsize::new(0),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Projection for Picky {
+    fn name(&self) -> &'static str {
+        "picky"
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        if event.event_type != "Picked" {
+            return Ok(());
+        }
+        if event.payload["transient"] == true && self.flaky.load(Ordering::SeqCst) {
+            self.transient_failures.fetch_add(1, Ordering::SeqCst);
+            return Err(ProjectionError::Store(StoreError::Database(
+                sqlx::Error::PoolTimedOut,
+            )));
+        }
+        sqlx::query("INSERT INTO picky (n) VALUES ($1)")
+            .bind(event.payload["n"].as_i64().unwrap_or(0) as i32)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        sqlx::query("DELETE FROM picky").execute(&mut **tx).await?;
+        Ok(())
+    }
+}
+
+async fn picky_table(store: &EventStore) {
+    sqlx::query("CREATE TABLE picky (n int NOT NULL CHECK (n >= 0))")
+        .execute(store.pool())
+        .await
+        .unwrap();
+}
+
+async fn picked(store: &EventStore) -> Vec<i32> {
+    sqlx::query_scalar("SELECT n FROM picky ORDER BY n")
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+}
+
+fn pick(n: i64) -> NewEvent {
+    raw("Picked", json!({ "n": n }))
+}
+
+#[tokio::test]
+async fn a_statement_that_fails_in_the_database_is_parked_and_the_rest_of_the_batch_applies() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let stored = append(&store, "session-x", &[pick(1), pick(-1), pick(2), pick(3)]).await;
+    let runner = runner(&store, Arc::new(Picky::new()));
+    catch_up(&runner).await.expect("no stall");
+    assert_eq!(picked(&store).await, [1, 2, 3]);
+    let parked = parked(&store).await;
+    assert_eq!(parked.len(), 1);
+    assert_eq!(parked[0].1, stored[1].event_id);
+    assert!(parked[0].3.contains("picky_n_check"), "{}", parked[0].3);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_retried_not_parked() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let picky = Arc::new(Picky::new());
+    picky.flaky.store(true, Ordering::SeqCst);
+    append(
+        &store,
+        "session-t",
+        &[pick(1), raw("Picked", json!({"n": 2, "transient": true}))],
+    )
+    .await;
+    let runner = runner(&store, picky.clone());
+    assert!(catch_up(&runner).await.is_err(), "the pass reports it");
+    assert!(picky.transient_failures.load(Ordering::SeqCst) >= 1);
+    assert_eq!(parked_len(&store).await, 0, "nothing parked");
+    assert!(picked(&store).await.is_empty(), "the batch rolled back");
+    picky.flaky.store(false, Ordering::SeqCst);
+    catch_up(&runner)
+        .await
+        .expect("applies once the failure passed");
+    assert_eq!(picked(&store).await, [1, 2]);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn retry_applies_what_works_now_and_keeps_what_still_fails() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let stored = append(&store, "session-y", &[pick(1), pick(-1), pick(-2)]).await;
+    let runner = runner(&store, Arc::new(Picky::new()));
+    let pass = catch_up(&runner).await.unwrap();
+    assert_eq!((pass.processed, pass.parked), (3, 2));
+    assert_eq!(runner.parked_total(), 2, "counted");
+    // The operator fixes the cause for one of them.
+    sqlx::query(
+        "ALTER TABLE picky DROP CONSTRAINT picky_n_check, ADD CONSTRAINT picky_n_check CHECK (n >= -1)",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let outcome = runner.retry_parked().await.unwrap();
+    assert_eq!(outcome.applied, [stored[1].event_id]);
+    assert_eq!(outcome.still_parked.len(), 1);
+    assert_eq!(outcome.still_parked[0].0, stored[2].event_id);
+    assert_eq!(picked(&store).await, [-1, 1]);
+    let left = ghost_shared::parking::list(store.pool(), "picky")
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(
+        (left[0].event_id, left[0].attempts),
+        (stored[2].event_id, 2)
+    );
+    // Nothing more to do: a second retry keeps the one that still fails.
+    let again = runner.retry_parked().await.unwrap();
+    assert!(again.applied.is_empty());
+    assert_eq!(again.still_parked.len(), 1);
+    env.cleanup().await;
+}
+
+/// Runs `ghost <args>` against `env`; (success, stdout + stderr).
+async fn ghost(env: &TestEnv, args: &[&str]) -> (bool, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
+        .args(args)
+        .env("GHOST_CONFIG_DIR", repo_config_dir())
+        .envs(env.vars.iter().cloned())
+        .output()
+        .await
+        .expect("run ghost");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+#[tokio::test]
+async fn ghost_projections_retry_reapplies_parked_events() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let bad = raw("UserMessageReceived", json!({"session_id": false}));
+    let stored = append(&store, "session-r", &[user_message("r", "late"), bad]).await;
+    let (good, bad) = (&stored[0], &stored[1]);
+    // As an older version would have left it: both parked, the checkpoint past them.
+    for e in [good, bad] {
+        sqlx::query(
+            "INSERT INTO projection_parked (projection, event_id, position, tx_id, event_type, error) \
+             VALUES ('assistant_text', $1, $2, $3, $4, 'an older decoder failed')",
+        )
+        .bind(e.event_id)
+        .bind(e.position)
+        .bind(e.tx_id)
+        .bind(&e.event_type)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO projection_checkpoints (name, tx_id, position) VALUES ('assistant_text', $1, $2)",
+    )
+    .bind(bad.tx_id)
+    .bind(bad.position)
+    .execute(store.pool())
+    .await
+    .unwrap();
+
+    let (ok, out) = ghost(&env, &["projections", "retry", "assistant_text"]).await;
+    assert!(!ok, "an event still parked is an error: {out}");
+    assert!(
+        out.contains("1 applied") && out.contains("1 still parked"),
+        "{out}"
+    );
+    assert!(out.contains(&bad.event_id.to_string()), "{out}");
+    assert_eq!(texts(&store).await, ["late"]);
+    let left = parked(&store).await;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].1, bad.event_id);
+    assert!(
+        left[0].3.contains("does not decode"),
+        "the new error: {}",
+        left[0].3
+    );
+
+    let (ok, out) = ghost(&env, &["projections", "retry", "no_such_projection"]).await;
+    assert!(!ok && out.contains("unknown projection"), "{out}");
+    env.cleanup().await;
+}
+
+/// `ghost projections rebuild <name>`, again until it replayed every stored event (the
+/// gap-safe read holds back what a transaction younger than a running one wrote, and other
+/// tests' transactions run in the same cluster).
+async fn rebuild_all(env: &TestEnv, store: &EventStore, name: &str) {
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    let expected = format!("rebuilt {name} from {stored} events");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (ok, out) = ghost(env, &["projections", "rebuild", name]).await;
+        assert!(ok, "{out}");
+        if out.contains(&expected) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every table of every projection, as JSON rows in a stable order.
+async fn snapshot(store: &EventStore, tables: &[&str]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for table in tables {
+        let rows: Option<Value> = sqlx::query_scalar(&format!(
+            "SELECT jsonb_agg(to_jsonb(t) ORDER BY to_jsonb(t)::text) FROM {table} t"
+        ))
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        out.push(((*table).to_owned(), rows.unwrap_or(Value::Null)));
+    }
+    out
+}
+
+/// Rows no event ever produced, plus a changed copy of a real one, in every table.
+const GARBAGE: &[&str] = &[
+    "INSERT INTO assistant_text VALUES ('ghost-session', 999999, gen_random_uuid(), 'user', 'x', 'http', 'garbage', now())",
+    "UPDATE assistant_text SET text = 'wrong'",
+    "INSERT INTO mood_episodes VALUES ('nobody', 999999, 1, 'anger', 1, 1, 1, NULL)",
+    "UPDATE mood_episodes SET label = 'fear', intensity = 0.99",
+    "INSERT INTO partner_mood_state VALUES ('nobody', 42, gen_random_uuid(), now())",
+    "UPDATE partner_mood_state SET episode_count = 77",
+    "INSERT INTO routing_sessions (session_id, local_only, updated_at) VALUES ('ghost-session', true, now())",
+    "UPDATE routing_sessions SET local_only = NOT local_only, summary = 'wrong'",
+    "INSERT INTO routing_log (user_event_id, session_id, position, recorded_at) VALUES (gen_random_uuid(), 'ghost-session', 999999, now())",
+    "UPDATE routing_log SET final_route = 'OPS', worker_calls = 9",
+    "INSERT INTO analyze_results VALUES (gen_random_uuid(), 'ghost-session', 999999, gen_random_uuid(), '{}', now())",
+    "UPDATE analyze_results SET result = '{\"wrong\": true}'",
+    "INSERT INTO projection_parked (projection, event_id, position, tx_id, event_type, error) \
+     SELECT p, gen_random_uuid(), 1, 1, 'Stale', 'parked long ago' \
+     FROM unnest(ARRAY['assistant_text', 'partner_mood_state', 'routing']) p",
+];
+
+#[tokio::test]
+async fn every_rebuild_starts_from_wrong_rows_and_ends_with_the_live_rows() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let user = user_message("rb", "analyze this");
+    let user_id = user.event_id;
+    let contract = r#"{"result":"{\"rows\":3}","needs_next_loop":false,"why":"","next_actions":[],"questions_for_user":[],"confidence":0.9,"risk":"low"}"#;
+    let affect = json!({"label": "joy", "intensity": 0.6, "salience": 0.5, "confidence": 0.8});
+    append(
+        &store,
+        "session-rb",
+        &[
+            user,
+            raw(
+                "RouteDecided",
+                json!({"session_id": "rb", "user_event_id": user_id, "route": "ANALYZE",
+                       "source": "rule", "local_only": false, "primary": true}),
+            ),
+            raw(
+                "WorkRequested",
+                json!({"session_id": "rb", "user_event_id": user_id, "route": "ANALYZE",
+                       "task": "analyze this", "loop_index": 0}),
+            ),
+            raw(
+                "WorkerCompleted",
+                json!({"session_id": "rb", "user_event_id": user_id, "route": "ANALYZE",
+                       "result": contract}),
+            ),
+            raw(
+                "RenderRequested",
+                json!({"session_id": "rb", "channel": "http", "user_event_id": user_id,
+                       "user_text": "analyze this", "work_result": {"route": "ANALYZE"}}),
+            ),
+            raw(
+                "AssistantReplied",
+                json!({"session_id": "rb", "channel": "http", "user_event_id": user_id,
+                       "speaker": "kuro", "text": "three rows", "affect": affect}),
+            ),
+            raw(
+                "SessionSummarized",
+                json!({"session_id": "rb", "summary": "counted rows", "user_turns": 1}),
+            ),
+        ],
+    )
+    .await;
+    append(
+        &store,
+        "persona-kuro",
+        &[raw(
+            "AffectReflected",
+            json!({"persona": "kuro", "episode_event_id": Uuid::new_v4(), "at": 1_700_000_000.0,
+                   "affect": {"label": "sadness", "intensity": 0.4, "salience": 0.3}}),
+        )],
+    )
+    .await;
+    let projections: [(&str, &[&str]); 3] = [
+        ("assistant_text", &["assistant_text"]),
+        (
+            "partner_mood_state",
+            &["mood_episodes", "partner_mood_state"],
+        ),
+        (
+            "routing",
+            &["routing_sessions", "routing_log", "analyze_results"],
+        ),
+    ];
+    let mut live = Vec::new();
+    for (name, tables) in projections {
+        let projection = projection_by_name(name, &env.config).unwrap();
+        catch_up(&runner(&store, projection)).await.unwrap();
+        let rows = snapshot(&store, tables).await;
+        assert!(
+            rows.iter().all(|(_, r)| r.is_array()),
+            "{name} projected something into every table: {rows:?}"
+        );
+        live.push(rows);
+    }
+    support::execute_all(&store, GARBAGE).await;
+    for ((name, tables), expected) in projections.iter().zip(&live) {
+        assert_ne!(
+            &snapshot(&store, tables).await,
+            expected,
+            "{name}: wrong rows"
+        );
+        rebuild_all(&env, &store, name).await;
+        assert_eq!(&snapshot(&store, tables).await, expected, "{name} rebuilt");
+        let parked = ghost_shared::parking::count(store.pool(), name)
+            .await
+            .unwrap();
+        assert_eq!(parked, 0, "{name}: nothing of the valid events parked");
+    }
+    env.cleanup().await;
+}
