@@ -5,6 +5,8 @@
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
+//!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
@@ -21,7 +23,9 @@ pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
+pub mod memory;
 pub mod partner_mood;
+pub mod recalls;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
@@ -62,6 +66,8 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/memory", get(memory::get))
+        .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,
