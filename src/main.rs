@@ -210,10 +210,9 @@ async fn run(command: Command) -> Result<()> {
             Command::WritePlan {
                 command: WritePlanCommand::Apply { now },
             } => ghost::memory_probe::write_plan_apply(now),
-            Command::MemoryBench(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::memory_bench::run(args).await
-            }
+            // Its own database and configuration (like the tests'): PostgreSQL admin access
+            // from GHOST_TEST_ADMIN_DATABASE_URL, not the configured database.
+            Command::MemoryBench(args) => ghost::memory_bench::run(args).await,
             Command::Recall {
                 command: RecallCommand::Plan,
             } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),

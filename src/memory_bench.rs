@@ -2,7 +2,8 @@
 //! database with `--events` utterances (and a tenth as many states), then measures recall's
 //! candidate collection (every source, in parallel) and the part of recall before the first
 //! token other than the selection model call (memory load + plan + collection), and the
-//! write plan's validation + apply per plan. The database is removed afterwards.
+//! write plan's validation + apply per plan. The database (created through
+//! `GHOST_TEST_ADMIN_DATABASE_URL`, as the tests do) is removed afterwards.
 
 use std::time::{Duration, Instant};
 
