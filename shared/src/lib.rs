@@ -22,6 +22,7 @@
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
+//!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
 //!
@@ -46,6 +47,7 @@ pub mod projections;
 pub mod projector;
 pub mod routing;
 pub mod service;
+pub mod shutdown;
 pub mod stage_signal;
 pub mod store;
 pub mod telemetry;
