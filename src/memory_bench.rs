@@ -166,6 +166,7 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         session_id: "bench",
         source_timeout: Duration::from_secs(10),
         similarity_threshold: settings.recall_similarity_threshold,
+        embedding: None,
     };
     let mut collection = Vec::with_capacity(args.queries);
     let mut before_selection = Vec::with_capacity(args.queries);

@@ -214,6 +214,20 @@ async fn an_unusable_selection_means_no_memories_and_the_reply_goes_on() {
         .contains("What you remember now"));
 }
 
+/// One user utterance of session `old` at `position`, straight into `assistant_text`.
+async fn say_in_old_session(pool: &sqlx::PgPool, position: i64, text: &str) {
+    sqlx::query(
+        "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+         VALUES ('old', $1, $2, 'user', 'user', 'http', $3, now())",
+    )
+    .bind(position)
+    .bind(uuid::Uuid::new_v4())
+    .bind(text)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 fn interested_in(topic: &str) -> Memory {
     Memory {
         interest: Some(InterestState {
@@ -238,16 +252,7 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
         .iter()
         .enumerate()
     {
-        sqlx::query(
-            "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
-             VALUES ('old', $1, $2, 'user', 'user', 'http', $3, now())",
-        )
-        .bind(i as i64 + 1)
-        .bind(uuid::Uuid::new_v4())
-        .bind(text)
-        .execute(store.pool())
-        .await
-        .unwrap();
+        say_in_old_session(store.pool(), i as i64 + 1, text).await;
     }
     let limits = RetrievalLimits {
         max_candidates: 80,
@@ -266,6 +271,7 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
                 session_id: "now",
                 source_timeout: Duration::from_secs(5),
                 similarity_threshold: 0.1,
+                embedding: None,
             };
             let collected = collect(store.pool(), scope, &plan).await;
             assert!(collected.skipped.is_empty(), "{:?}", collected.skipped);
@@ -281,4 +287,82 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
     assert!(hiker[0].contains("登山"), "{hiker:?}");
     assert!(cook[0].contains("料理"), "{cook:?}");
     assert_ne!(hiker, cook);
+}
+
+/// Plants utterances of an old session: the memory at position 1, then enough newer lines
+/// that recency alone does not reach it.
+async fn plant_memory_under_newer_lines(pool: &sqlx::PgPool, memory: &str) {
+    let filler: Vec<String> = (0..25)
+        .map(|i| format!("line {i} about the weather forecast"))
+        .collect();
+    for (i, text) in std::iter::once(memory.to_owned()).chain(filler).enumerate() {
+        say_in_old_session(pool, i as i64 + 1, &text).await;
+    }
+}
+
+#[tokio::test]
+async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source() {
+    use ghost_shared::llm::{LlmClient, LlmRoleConfig, Provider};
+    let fake = ghost_testkit::fake_llm::FakeLlm::start().await.unwrap();
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    plant_memory_under_newer_lines(store.pool(), "Mochi is my tabby").await;
+    let plan = retrieval_plan(
+        "kitten?",
+        RetrievalLimits {
+            max_candidates: 80,
+            max_selected: 12,
+        },
+        Default::default(),
+    );
+    let run = |embedding: Option<LlmClient>| {
+        let (store, plan) = (store.clone(), plan.clone());
+        async move {
+            let scope = Scope {
+                persona: "kuro",
+                session_id: "now",
+                source_timeout: Duration::from_secs(10),
+                similarity_threshold: 0.1,
+                embedding: embedding.as_ref(),
+            };
+            collect(store.pool(), scope, &plan).await
+        }
+    };
+
+    // No embedding model: no vector source, and nothing else finds the memory.
+    let off = run(None).await;
+    assert!(!off.counts.contains_key("vector"), "{:?}", off.counts);
+    assert!(off.candidates.iter().all(|c| !c.text.contains("tabby")));
+    assert_eq!(off.counts["trigram_events"], 0);
+
+    // Either wire format: the vector source alone finds it.
+    for provider in [Provider::Ollama, Provider::Openai] {
+        let cfg: LlmRoleConfig = serde_json::from_value(json!({
+            "provider": provider.as_str(),
+            "base_url": fake.base_url(),
+            "model": format!("embed-{}", provider.as_str()),
+        }))
+        .unwrap();
+        let on = run(Some(LlmClient::new(cfg, None).unwrap())).await;
+        assert!(on.skipped.is_empty(), "{:?}", on.skipped);
+        let found: Vec<_> = on
+            .candidates
+            .iter()
+            .filter(|c| c.text.contains("tabby"))
+            .collect();
+        assert_eq!(found.len(), 1, "{:?}", on.candidates);
+        assert_eq!(found[0].source, "vector");
+        assert_eq!(on.counts["trigram_events"], 0);
+        assert!(on.counts["vector"] >= 1);
+    }
+    let paths: Vec<String> = fake.requests().into_iter().map(|r| r.path).collect();
+    assert!(
+        paths.contains(&"/api/embed".to_owned()) && paths.contains(&"/v1/embeddings".to_owned())
+    );
+    // Every utterance of the old session has one stored vector per model.
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_embeddings")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored, 2 * 26);
 }

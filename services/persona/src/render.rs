@@ -173,7 +173,8 @@ impl Renderer {
     async fn recall(&self, request: &RenderRequested, cause: &RecordedEvent) -> Option<String> {
         let recaller = self.recaller.as_ref()?;
         let now = cause.recorded_at.timestamp_micros() as f64 / 1e6;
-        let reply_id = ghost_shared::ids::derive_event_id(cause.event_id, STEP_REPLIED);
+        // The reply, when there is one, is the turn's one outcome.
+        let reply_id = ghost_shared::ids::turn_outcome_id(request.user_event_id);
         let recalled = recaller
             .recall(&self.character, request, reply_id, now)
             .await;

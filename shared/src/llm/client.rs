@@ -171,6 +171,60 @@ impl LlmClient {
         }
     }
 
+    /// Embeds `texts` (one vector each, in order): Ollama `POST /api/embed`, OpenAI
+    /// `POST /v1/embeddings`. Bounded by `timeout_secs` and `max_response_bytes` like `chat`.
+    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let url = match self.cfg.provider {
+            Provider::Ollama => self.chat_url.replace("/api/chat", "/api/embed"),
+            Provider::Openai => self.chat_url.replace("/chat/completions", "/embeddings"),
+        };
+        let deadline = Instant::now() + self.timeout();
+        let body = serde_json::json!({"model": self.cfg.model, "input": texts});
+        let mut req = self.http.post(&url).json(&body);
+        if let Some(auth) = &self.auth {
+            req = req.header(AUTHORIZATION, auth.clone());
+        }
+        let resp = match timeout_at(deadline, req.send()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(send_error(e, self.timeout())),
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    after: self.timeout(),
+                })
+            }
+        };
+        if !resp.status().is_success() {
+            return Err(status_error(resp, deadline).await);
+        }
+        let read = read_capped(resp, self.cfg.max_response_bytes, self.timeout());
+        let bytes = match timeout_at(deadline, read).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    after: self.timeout(),
+                })
+            }
+        };
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::MalformedStream(format!(
+                "invalid embedding reply ({e}): {}",
+                preview(&bytes)
+            ))
+        })?;
+        let vectors = wire::embeddings(self.cfg.provider, &v)?;
+        if vectors.len() != texts.len() {
+            return Err(LlmError::MalformedStream(format!(
+                "{} embeddings for {} inputs",
+                vectors.len(),
+                texts.len()
+            )));
+        }
+        Ok(vectors)
+    }
+
     /// Reachability probe for `/healthz`: Ollama `GET /api/tags`, OpenAI `GET /v1/models`,
     /// bounded by the smaller of 5 s and `timeout_secs`.
     pub async fn probe(&self) -> Result<(), LlmError> {

@@ -206,6 +206,50 @@ pub(crate) fn model_names(provider: super::config::Provider, v: &Value) -> Vec<S
         .unwrap_or_default()
 }
 
+/// Vectors of an embedding reply: Ollama `embeddings[]`, OpenAI `data[].embedding` (put in
+/// `index` order). Anything else, or a non-number component, is malformed.
+pub(crate) fn embeddings(
+    provider: super::config::Provider,
+    v: &Value,
+) -> Result<Vec<Vec<f32>>, LlmError> {
+    let malformed = |what: &str| LlmError::MalformedStream(format!("embedding reply: {what}"));
+    let vector = |e: &Value| -> Result<Vec<f32>, LlmError> {
+        e.as_array()
+            .ok_or_else(|| malformed("a vector is not an array"))?
+            .iter()
+            .map(|x| {
+                x.as_f64()
+                    .map(|x| x as f32)
+                    .ok_or_else(|| malformed("a component is not a number"))
+            })
+            .collect()
+    };
+    match provider {
+        super::config::Provider::Ollama => v
+            .get("embeddings")
+            .and_then(Value::as_array)
+            .ok_or_else(|| malformed("no embeddings array"))?
+            .iter()
+            .map(vector)
+            .collect(),
+        super::config::Provider::Openai => {
+            let mut items: Vec<(u64, Vec<f32>)> = v
+                .get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| malformed("no data array"))?
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let index = d.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+                    Ok((index, vector(d.get("embedding").unwrap_or(&Value::Null))?))
+                })
+                .collect::<Result<_, LlmError>>()?;
+            items.sort_by_key(|(i, _)| *i);
+            Ok(items.into_iter().map(|(_, v)| v).collect())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

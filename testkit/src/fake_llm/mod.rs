@@ -1,6 +1,7 @@
 //! A fake LLM HTTP server speaking both the Ollama and the OpenAI-compatible wire formats,
 //! scripted per request. Used by tests and by the load command's throughput benchmark.
 
+pub mod embed;
 mod recorded;
 mod render;
 mod script;

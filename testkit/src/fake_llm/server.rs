@@ -104,6 +104,8 @@ impl FakeLlm {
             .route("/api/tags", get(ollama_tags))
             .route("/v1/chat/completions", post(openai_chat))
             .route("/v1/models", get(openai_models))
+            .route("/api/embed", post(ollama_embed))
+            .route("/v1/embeddings", post(openai_embed))
             // Inline images easily exceed axum's 2 MB default.
             .layer(DefaultBodyLimit::disable())
             .with_state(shared.clone());
@@ -208,6 +210,39 @@ async fn openai_models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Resp
     record(&s, "/v1/models", &headers, Value::Null, false);
     axum::Json(json!({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
         .into_response()
+}
+
+async fn ollama_embed(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    embed(&s, Format::Ollama, "/api/embed", &headers, &body)
+}
+
+async fn openai_embed(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    embed(&s, Format::Openai, "/v1/embeddings", &headers, &body)
+}
+
+/// Deterministic vectors (see [`super::embed`]); a body without `input` is a 400.
+fn embed(s: &Shared, format: Format, path: &str, headers: &HeaderMap, body: &[u8]) -> Response {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    record(s, path, headers, body.clone(), false);
+    let Some(texts) = super::embed::inputs(&body) else {
+        return (
+            axum::http::StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "input must be a string or an array of strings"})),
+        )
+            .into_response();
+    };
+    let vectors: Vec<Vec<f32>> = texts.iter().map(|t| super::embed::vector(t)).collect();
+    let reply = match format {
+        Format::Ollama => json!({"model": body["model"], "embeddings": vectors}),
+        Format::Openai => json!({
+            "object": "list",
+            "model": body["model"],
+            "data": vectors.iter().enumerate()
+                .map(|(i, v)| json!({"object": "embedding", "index": i, "embedding": v}))
+                .collect::<Vec<_>>(),
+        }),
+    };
+    axum::Json(reply).into_response()
 }
 
 fn record(

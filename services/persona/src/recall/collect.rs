@@ -10,6 +10,7 @@ use serde::Serialize;
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
+use ghost_shared::llm::LlmClient;
 use ghost_shared::memory::retrieval::{RetrievalMode, RetrievalPlan};
 
 /// One memory that may be recalled.
@@ -52,6 +53,8 @@ pub struct Scope<'a> {
     pub source_timeout: Duration,
     /// Lowest trigram similarity.
     pub similarity_threshold: f64,
+    /// The embedding model (`llm.embedding`); `None` turns the vector source off.
+    pub embedding: Option<&'a LlmClient>,
 }
 
 type Rows = Result<Vec<(String, String, f64)>, sqlx::Error>;
@@ -79,13 +82,22 @@ async fn timed(
 pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> Collected {
     let query = plan.queries.first().map(String::as_str).unwrap_or_default();
     let t = scope.source_timeout;
-    let (recent_events, trigram_events, trigram_states, recent_states, preferences, about_time) = tokio::join!(
+    let (
+        recent_events,
+        trigram_events,
+        trigram_states,
+        recent_states,
+        preferences,
+        about_time,
+        vector,
+    ) = tokio::join!(
         timed("recent_events", t, recent_events(pool, scope)),
         timed("trigram_events", t, trigram_events(pool, scope, query)),
         timed("trigram_states", t, trigram_states(pool, scope, query)),
         timed("recent_states", t, recent_states(pool, scope)),
         timed("preferences", t, preferences(pool, scope)),
         timed("about_time", t, about_time(pool, scope, plan)),
+        timed("vector", t, vector_similar(pool, scope, query)),
     );
     let mut out = Collected::default();
     let mut merged: BTreeMap<String, Candidate> = BTreeMap::new();
@@ -96,7 +108,11 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
         recent_states,
         preferences,
         about_time,
+        vector,
     ] {
+        if name == "vector" && scope.embedding.is_none() {
+            continue;
+        }
         out.timings_ms.insert(name.into(), ms);
         match result {
             Ok(rows) => {
@@ -309,4 +325,34 @@ async fn about_time(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> Ro
     .fetch_all(pool)
     .await?;
     rows.iter().map(|r| event_row(r, 0.9)).collect()
+}
+
+/// Stored utterances and states nearest the message by meaning (off without `llm.embedding`).
+async fn vector_similar(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
+    let Some(model) = scope.embedding else {
+        return Ok(Vec::new());
+    };
+    if query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    // A failed backfill or query embedding fails the source (recorded as skipped).
+    let to_protocol = |e: String| sqlx::Error::Protocol(e);
+    super::vector::backfill(pool, model, scope.persona, scope.session_id)
+        .await
+        .map_err(to_protocol)?;
+    let query_vector = model
+        .embed(&[query.to_owned()])
+        .await
+        .map_err(|e| to_protocol(format!("embedding the message: {e}")))?
+        .pop()
+        .unwrap_or_default();
+    super::vector::nearest(
+        pool,
+        model,
+        scope.persona,
+        scope.session_id,
+        &query_vector,
+        PER_SOURCE as usize,
+    )
+    .await
 }

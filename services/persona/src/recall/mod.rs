@@ -4,10 +4,12 @@
 //! The selected memories go into the reply prompt; every recall is a `RecallPerformed` event.
 //!
 //! - [`collect`]: the sources, their timeouts and the ranking;
-//! - [`select`]: the selection's input and the strict reading of its answer.
+//! - [`select`]: the selection's input and the strict reading of its answer;
+//! - [`vector`]: the embedding source (lazy vectors in Postgres, cosine in process).
 
 pub mod collect;
 pub mod select;
+pub mod vector;
 
 use std::time::{Duration, Instant};
 
@@ -37,6 +39,8 @@ pub struct Recalled {
 pub struct Recaller {
     ctx: ServiceContext,
     llm: LlmClient,
+    /// `llm.embedding`, when configured (the vector source is off without it).
+    embedding: Option<LlmClient>,
     system_prompt: String,
 }
 
@@ -55,6 +59,10 @@ impl Recaller {
         }
         Ok(Self {
             llm: ctx.llm("worker")?,
+            embedding: match ctx.config.ghost.llm.contains_key("embedding") {
+                true => Some(ctx.llm("embedding")?),
+                false => None,
+            },
             system_prompt: character.fill_persona(&template),
             ctx,
         })
@@ -89,6 +97,7 @@ impl Recaller {
             session_id: &request.session_id,
             source_timeout: Duration::from_millis(settings.recall_source_timeout_ms),
             similarity_threshold: settings.recall_similarity_threshold,
+            embedding: self.embedding.as_ref(),
         };
         let collected = collect(pool, scope, &plan).await;
         let mut timings = collected.timings_ms.clone();

@@ -1,0 +1,149 @@
+//! The vector source (issue 12 item 5): when `llm.embedding` is configured, the message is
+//! embedded and compared (cosine, in process) with the stored vectors of other sessions'
+//! utterances and the persona's active states. Items without a vector yet are embedded
+//! lazily, newest first, a bounded batch per recall, into `memory_embeddings`.
+
+use sqlx::{PgPool, Row};
+
+use ghost_shared::llm::LlmClient;
+
+/// How many missing vectors one recall embeds at most.
+const BACKFILL_BATCH: i64 = 32;
+
+/// Lowest cosine similarity a vector candidate needs.
+pub const MIN_COSINE: f64 = 0.3;
+
+/// Cosine similarity of two vectors (0 when either is zero or their lengths differ).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Embeds up to [`BACKFILL_BATCH`] utterances (other sessions) and active states of
+/// `persona` that have no vector for this model yet.
+pub async fn backfill(
+    pool: &PgPool,
+    model: &LlmClient,
+    persona: &str,
+    session_id: &str,
+) -> Result<(), String> {
+    let name = &model.config().model;
+    let rows = sqlx::query(
+        "(SELECT 'state:' || s.state_id AS item_id, s.persona, NULL::text AS session_id, \
+                 '(' || s.kind || ') ' || s.body_text AS text \
+          FROM memory_states s WHERE s.persona = $1 AND s.status = 'active' AND NOT EXISTS \
+          (SELECT 1 FROM memory_embeddings e WHERE e.item_id = 'state:' || s.state_id AND e.model = $3) \
+          ORDER BY s.position DESC LIMIT $4) \
+         UNION ALL \
+         (SELECT 'event:' || t.event_id, NULL, t.session_id, \
+                 CASE WHEN t.role = 'user' THEN '(the user said) ' ELSE '(I said) ' END || t.text \
+          FROM assistant_text t WHERE t.session_id <> $2 AND NOT EXISTS \
+          (SELECT 1 FROM memory_embeddings e WHERE e.item_id = 'event:' || t.event_id AND e.model = $3) \
+          ORDER BY t.position DESC LIMIT $4)",
+    )
+    .bind(persona)
+    .bind(session_id)
+    .bind(name)
+    .bind(BACKFILL_BATCH)
+    .fetch_all(pool)
+    .await
+    .map_err(|e| format!("reading what to embed: {e}"))?;
+    let rows: Vec<(String, Option<String>, Option<String>, String)> = rows
+        .iter()
+        .take(BACKFILL_BATCH as usize)
+        .map(|r| {
+            Ok((
+                r.try_get("item_id")?,
+                r.try_get("persona")?,
+                r.try_get("session_id")?,
+                r.try_get("text")?,
+            ))
+        })
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(|e| format!("reading what to embed: {e}"))?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let texts: Vec<String> = rows.iter().map(|r| r.3.clone()).collect();
+    let vectors = model
+        .embed(&texts)
+        .await
+        .map_err(|e| format!("embedding stored memories: {e}"))?;
+    for ((item_id, persona, session_id, text), vector) in rows.into_iter().zip(vectors) {
+        sqlx::query(
+            "INSERT INTO memory_embeddings (item_id, model, persona, session_id, text, vector) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(item_id)
+        .bind(name)
+        .bind(persona)
+        .bind(session_id)
+        .bind(text)
+        .bind(vector)
+        .execute(pool)
+        .await
+        .map_err(|e| format!("storing a vector: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Stored items of this scope whose vector is at least [`MIN_COSINE`] from `query_vector`,
+/// most similar first, at most `limit`: (id, text, cosine).
+pub async fn nearest(
+    pool: &PgPool,
+    model: &LlmClient,
+    persona: &str,
+    session_id: &str,
+    query_vector: &[f32],
+    limit: usize,
+) -> Result<Vec<(String, String, f64)>, sqlx::Error> {
+    // Only active states: a closed one may still have a vector.
+    let rows = sqlx::query(
+        "SELECT e.item_id, e.text, e.vector FROM memory_embeddings e WHERE e.model = $1 AND \
+         ((e.session_id IS NOT NULL AND e.session_id <> $3) OR (e.persona = $2 AND EXISTS \
+          (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active')))",
+    )
+    .bind(&model.config().model)
+    .bind(persona)
+    .bind(session_id)
+    .fetch_all(pool)
+    .await?;
+    let mut scored = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let vector: Vec<f32> = r.try_get("vector")?;
+        let s = cosine(query_vector, &vector);
+        if s >= MIN_COSINE {
+            scored.push((r.try_get("item_id")?, r.try_get("text")?, s));
+        }
+    }
+    scored.sort_by(|a: &(String, String, f64), b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    Ok(scored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cosine;
+
+    #[test]
+    fn cosine_of_same_opposite_orthogonal_and_degenerate_vectors() {
+        assert!((cosine(&[1.0, 2.0], &[2.0, 4.0]) - 1.0).abs() < 1e-9);
+        assert!((cosine(&[1.0, 0.0], &[-1.0, 0.0]) + 1.0).abs() < 1e-9);
+        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 1.0]), 0.0);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
+        assert_eq!(cosine(&[1.0], &[1.0, 1.0]), 0.0);
+    }
+}
