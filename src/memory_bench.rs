@@ -31,25 +31,24 @@ pub struct MemoryBenchArgs {
     pub plans: usize,
 }
 
-/// Words the seeded utterances and queries are made of (Japanese and English).
-const WORDS: [&str; 16] = [
-    "ピーマン",
-    "登山",
-    "料理",
-    "映画",
-    "京都",
-    "引っ越し",
-    "猫",
-    "仕事",
-    "coffee",
-    "train",
-    "weekend",
-    "music",
-    "雨",
-    "旅行",
-    "大学",
-    "カフェ",
-];
+/// Consonants and vowels of the seeded vocabulary's syllables.
+const CONSONANTS: &str = "bdfghjklmnprstv";
+const VOWELS: &str = "aeiou";
+/// Distinct words the seed draws from (Zipf-like: low numbers are drawn far more often).
+const VOCABULARY: i64 = 20_000;
+
+/// Word number `n` of the vocabulary: three consonant-vowel syllables ("kasumi", "toberu").
+fn word(n: i64) -> String {
+    let syllable = |k: i64| {
+        let k = k as usize % 75;
+        format!(
+            "{}{}",
+            &CONSONANTS[k / 5..k / 5 + 1],
+            &VOWELS[k % 5..k % 5 + 1]
+        )
+    };
+    format!("{}{}{}", syllable(n), syllable(n / 75), syllable(n / 5625))
+}
 
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
@@ -69,31 +68,35 @@ fn report(what: &str, mut samples: Vec<Duration>) {
     );
 }
 
-/// Seeds `events` utterances over 1,000 sessions and `events / 10` states for `kuro`.
+/// Seeds `events` utterances over 1,000 sessions and `events / 10` states for `kuro`: each
+/// a sentence of 6 to 13 words from a 20,000-word vocabulary drawn Zipf-like (a few words
+/// are everywhere, most are rare), as real conversation is.
 async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
-    let words: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
-    sqlx::query(
+    let words: Vec<String> = (0..VOCABULARY).map(word).collect();
+    // floor(V ^ random()) - 1 is log-uniform over the vocabulary: Zipf-like.
+    let sentence =
+        "(SELECT string_agg(($2::text[])[1 + floor(power($3::float8, random()))::int - 1], ' ') \
+                    FROM generate_series(1, 6 + (g % 8)))";
+    sqlx::query(&format!(
         "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
          SELECT 's' || (g % 1000), g, gen_random_uuid(), CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, \
-         'kuro', 'http', \
-         ($2::text[])[1 + (g * 7) % 16] || 'の話をした。' || ($2::text[])[1 + (g * 13) % 16] || ' and ' || \
-         ($2::text[])[1 + (g * 3) % 16] || ' #' || g, now() \
-         FROM generate_series(1, $1) g",
-    )
+         'kuro', 'http', {sentence}, now() FROM generate_series(1, $1) g"
+    ))
     .bind(events)
     .bind(&words)
+    .bind(VOCABULARY as f64)
     .execute(pool)
     .await
     .context("seed utterances")?;
-    sqlx::query(
+    sqlx::query(&format!(
         "INSERT INTO memory_states (persona, state_id, kind, status, body_text, confidence, revision, \
          evidence_event_ids, reason, source_event_id, position) \
-         SELECT 'kuro', gen_random_uuid(), 'fact', 'active', \
-         'マスターは' || ($2::text[])[1 + (g * 5) % 16] || 'が好きだ #' || g, 0.8, 1, '{}', 'seed', \
-         gen_random_uuid(), g FROM generate_series(1, $1) g",
-    )
+         SELECT 'kuro', gen_random_uuid(), 'fact', 'active', {sentence}, 0.8, 1, '{{}}', 'seed', \
+         gen_random_uuid(), g FROM generate_series(1, $1) g"
+    ))
     .bind(events / 10)
     .bind(&words)
+    .bind(VOCABULARY as f64)
     .execute(pool)
     .await
     .context("seed states")?;
@@ -172,10 +175,12 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
     let mut before_selection = Vec::with_capacity(args.queries);
     let mut skipped = 0;
     for i in 0..args.queries {
+        // A question about two mid-frequency words, as a user might ask.
+        let i = i as i64;
         let query = format!(
-            "{}のこと覚えてる？ {}",
-            WORDS[i % WORDS.len()],
-            WORDS[(i * 5 + 3) % WORDS.len()]
+            "do you remember the {} and the {}?",
+            word(50 + i * 37 % 500),
+            word(100 + i * 53 % 2000)
         );
         let started = Instant::now();
         let memory = MemoryProjection::load(store.pool(), "kuro").await?;
