@@ -174,6 +174,7 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
     let mut collection = Vec::with_capacity(args.queries);
     let mut before_selection = Vec::with_capacity(args.queries);
     let mut skipped = 0;
+    let mut per_source = std::collections::BTreeMap::new();
     for i in 0..args.queries {
         // A question about two mid-frequency words, as a user might ask.
         let i = i as i64;
@@ -194,6 +195,12 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         collection.push(collect_started.elapsed());
         before_selection.push(started.elapsed());
         skipped += collected.skipped.len();
+        for (source, ms) in &collected.timings_ms {
+            per_source
+                .entry(source.clone())
+                .or_insert_with(Vec::new)
+                .push(Duration::from_secs_f64(ms / 1e3));
+        }
         std::hint::black_box(collected);
     }
     report(
@@ -204,6 +211,9 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         "recall before the selection call (memory load + plan + collection)",
         before_selection,
     );
+    for (source, samples) in per_source {
+        report(&format!("  source {source}"), samples);
+    }
     println!("sources skipped: {skipped}");
     env.cleanup().await;
     Ok(())
