@@ -63,6 +63,13 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Masking probe: reads text on stdin and prints {"masked", "categories", "high_risk"}
+    /// as one JSON object, with the rules of `masking.yaml` in the config directory.
+    Mask {
+        /// Rules file (default: `masking.yaml` in `$GHOST_CONFIG_DIR`, else `config/`).
+        #[arg(long)]
+        rules: Option<std::path::PathBuf>,
+    },
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
@@ -174,6 +181,7 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::Mask { rules } => mask_probe(rules),
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
@@ -380,5 +388,24 @@ fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()
     let text = text.strip_suffix('\n').unwrap_or(&text);
     let output = ghost_router::routing::probe(text, local_only, &routing.dictionary);
     println!("{}", serde_json::to_string(&output)?);
+    Ok(())
+}
+
+/// `ghost mask`: stdin text masked with the rules file, as JSON.
+fn mask_probe(rules: Option<std::path::PathBuf>) -> Result<()> {
+    use std::io::Read;
+    let path = rules.unwrap_or_else(|| {
+        std::env::var_os(ghost_shared::config::CONFIG_DIR_ENV)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from("config"))
+            .join(ghost_shared::config::MASKING_FILE)
+    });
+    let masker = ghost_shared::masking::Masker::from_file(&path)?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("stdin is not UTF-8 text")?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    println!("{}", serde_json::to_string(&masker.mask(text))?);
     Ok(())
 }

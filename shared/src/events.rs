@@ -118,6 +118,10 @@ pub struct RenderRequested {
     /// The session's short-memory summary, when the history has grown past its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_summary: Option<String>,
+    /// High-risk secret categories the message held that were masked before work went to
+    /// the cloud; the persona says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld_from_cloud: Vec<String>,
 }
 
 impl EventPayload for RenderRequested {

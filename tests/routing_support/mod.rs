@@ -83,6 +83,8 @@ pub struct Scripts {
     pub kuro: HashMap<String, String>,
     /// Worker output for a task (default: [`CONTRACT_OK`]).
     pub worker: Option<WorkerScript>,
+    /// The short-memory summary the worker writes (default: a fixed sentence).
+    pub summary: Option<String>,
 }
 
 const CHAT_DECISION: &str = r#"{"route":"CHAT","confidence":0.9,"reason":"chat","evidence":[]}"#;
@@ -135,7 +137,10 @@ impl RoutingApp {
                     Some(f) => f(&r.last_user_text().unwrap_or_default()),
                     None => CONTRACT_OK.to_owned(),
                 },
-                Kind::Summary => "short summary of the talk".to_owned(),
+                Kind::Summary => scripts
+                    .summary
+                    .clone()
+                    .unwrap_or_else(|| "short summary of the talk".to_owned()),
                 Kind::Reflect => super::support::NEUTRAL_AFFECT.to_owned(),
                 Kind::Persona => PERSONA_REPLY.to_owned(),
             };

@@ -142,6 +142,17 @@ pub struct GatewaySettings {
     /// Largest WebSocket message (all frames of one message) accepted, in bytes; a bigger
     /// one closes the connection with 1009 (message too big).
     pub max_ws_message_bytes: usize,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// A request's headers must arrive within this (408 when part came, else the
+    /// connection closes); also how long a kept-alive connection may wait for its next
+    /// request.
+    pub header_read_timeout_secs: u64,
+    /// A request body must arrive within this (408).
+    pub body_read_timeout_secs: u64,
+    /// A connection that moves no byte for this long is closed (at least 20 s: the reply
+    /// stream and the stage socket send keep-alives every 15 s).
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for GatewaySettings {
@@ -153,6 +164,10 @@ impl Default for GatewaySettings {
             turn_timeout_secs: 180,
             max_ws_frame_bytes: 64 * 1024,
             max_ws_message_bytes: 64 * 1024,
+            max_connections: 1024,
+            header_read_timeout_secs: 10,
+            body_read_timeout_secs: 30,
+            idle_timeout_secs: 120,
         }
     }
 }
@@ -334,6 +349,24 @@ impl GhostSettings {
             self.gateway.max_message_chars as u64,
         )?;
         positive("gateway.turn_timeout_secs", self.gateway.turn_timeout_secs)?;
+        positive(
+            "gateway.max_connections",
+            self.gateway.max_connections as u64,
+        )?;
+        positive(
+            "gateway.header_read_timeout_secs",
+            self.gateway.header_read_timeout_secs,
+        )?;
+        positive(
+            "gateway.body_read_timeout_secs",
+            self.gateway.body_read_timeout_secs,
+        )?;
+        if self.gateway.idle_timeout_secs < 20 {
+            return Err(ConfigError::invalid(
+                "gateway.idle_timeout_secs",
+                "must be at least 20 (keep-alives come every 15 s)",
+            ));
+        }
         if self.gateway.max_ws_message_bytes < 1024 {
             return Err(ConfigError::invalid(
                 "gateway.max_ws_message_bytes",

@@ -55,6 +55,17 @@ impl AssistantTextProjection {
         rows.iter().map(turn_from_row).collect()
     }
 
+    /// Whether the event (a message or a reply) is projected yet (read-your-writes).
+    pub async fn contains<'e>(
+        executor: impl PgExecutor<'e>,
+        event_id: Uuid,
+    ) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM assistant_text WHERE event_id = $1)")
+            .bind(event_id)
+            .fetch_one(executor)
+            .await
+    }
+
     /// Every row, in a stable order (for comparisons and exports).
     pub async fn all<'e>(
         executor: impl PgExecutor<'e>,

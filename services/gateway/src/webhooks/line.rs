@@ -34,7 +34,8 @@ pub async fn webhook(
     let Some(secret) = state.ctx.config.secrets.line_channel_secret.clone() else {
         return Err(not_configured("LINE", "GHOST_LINE_CHANNEL_SECRET"));
     };
-    let body = read_body(body, state.ctx.config.ghost.gateway.max_body_bytes).await?;
+    let gateway = &state.ctx.config.ghost.gateway;
+    let body = read_body(body, gateway.max_body_bytes, gateway).await?;
     verify_signature(
         secret.expose().as_bytes(),
         &body,

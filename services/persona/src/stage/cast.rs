@@ -95,6 +95,7 @@ impl Cast {
             postprocess: PostProcess {
                 greetings: stage.greetings.clone(),
                 max_chars: stage.max_chars,
+                affect_marker: config.ghost.persona.affect_marker.clone(),
             },
         })
     }

@@ -140,6 +140,15 @@ impl Router {
             reroute,
         };
         let summary = self.memory_summary(&turn).await?;
+        // Work that went to the cloud had the message's secrets masked: the persona says so.
+        let went_to_cloud = works
+            .iter()
+            .any(|(_, w)| w.route.uses_cloud() && !w.local_only && w.loop_index <= this.loop_index);
+        let withheld = if went_to_cloud {
+            ghost_shared::masking::high_risk_categories(&turn.message.text)
+        } else {
+            Vec::new()
+        };
         let render = |result: Value| RenderRequested {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
@@ -149,6 +158,7 @@ impl Router {
             declaration: decided.declaration.clone(),
             notice: None,
             memory_summary: summary.clone(),
+            withheld_from_cloud: withheld.clone(),
         };
         let loops = this.loop_index;
         let service = self.ctx.service;
