@@ -5,6 +5,8 @@
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz` (every part ok, degraded or down);
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
+//!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`server`]: the HTTP server loop (connection cap, header, body and idle timeouts, 408);
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
@@ -22,7 +24,9 @@ pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
+pub mod memory;
 pub mod partner_mood;
+pub mod recalls;
 pub mod server;
 pub mod sessions;
 pub mod slack;
@@ -69,6 +73,8 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/memory", get(memory::get))
+        .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,

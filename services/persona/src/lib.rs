@@ -4,12 +4,14 @@
 //! - [`prompt`]: the system prompt template;
 //! - [`capsule`]: the mood capsule and tone guide;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
+//! - [`recall`]: what the persona remembers before it replies (seed 001 B-1/B-2);
 //! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
 pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
+pub mod recall;
 pub mod render;
 pub mod routing_notes;
 pub mod stage;

@@ -7,6 +7,7 @@
 
 mod channels;
 mod env;
+mod memory;
 mod model;
 mod secrets;
 mod settings;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
+pub use memory::MemorySettings;
 pub use model::{ModelSettings, DEFAULT_MODEL_FILE};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
