@@ -285,8 +285,17 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         .copied()
         .filter(|s| *s != ServiceName::Model)
         .collect();
+    let metrics_listen = config.ghost.telemetry.metrics_listen.clone();
     let mut stack = start_stack(config, &others).await?;
     stack.services.extend(model);
+    if let (Some(listen), false) = (metrics_listen, others.contains(&ServiceName::Gateway)) {
+        let metrics = ghost::stack::serve_metrics(&listen).await?;
+        if let Some(addr) = metrics.addr {
+            tracing::info!(%addr, "metrics listening");
+            println!("ghost: metrics on http://{addr}/metrics");
+        }
+        stack.services.push(metrics);
+    }
     if let Some(addr) = stack.gateway_addr() {
         tracing::info!(%addr, "gateway listening");
         println!("ghost: gateway listening on http://{addr}");

@@ -18,7 +18,8 @@
 //! - [`config`]: YAML + environment configuration, secrets;
 //! - [`media`]: images users send, in Postgres so every service reaches them;
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
-//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
+//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS; [`metrics`]: the
+//!   Prometheus metrics every service records, named and described once;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //! - [`net`]: socket settings for our HTTP servers;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
@@ -36,6 +37,7 @@ pub mod ids;
 pub mod llm;
 pub mod masking;
 pub mod media;
+pub mod metrics;
 pub mod mood_api;
 pub mod net;
 pub mod parking;

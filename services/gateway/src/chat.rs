@@ -222,11 +222,16 @@ async fn append_message(
     )
     .map_err(|e| ApiError::internal("cannot encode the message", e))?;
     match state.ctx.log.append(stream, expected, &[event]).await {
-        Ok(outcome) => outcome
-            .events
-            .into_iter()
-            .next()
-            .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome")),
+        Ok(outcome) => {
+            if !outcome.duplicate {
+                ghost_shared::metrics::turn_started(Channel::Http.as_str());
+            }
+            outcome
+                .events
+                .into_iter()
+                .next()
+                .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome"))
+        }
         // Someone else appended first: their turn is running.
         Err(ghost_shared::event_log::EventLogError::Store(StoreError::Conflict { .. })) => {
             Err(busy(&input.session_id))

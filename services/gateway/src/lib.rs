@@ -3,8 +3,10 @@
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
-//! - [`health`]: `GET /healthz`;
+//! - [`health`]: `GET /healthz`; [`metrics`]: `GET /metrics` (Prometheus) and the webhook
+//!   outcome counter;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
@@ -16,11 +18,13 @@
 
 pub mod auth;
 pub mod chat;
+pub mod console;
 pub mod deliver;
 pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
+pub mod metrics;
 pub mod partner_mood;
 pub mod sessions;
 pub mod slack;
@@ -66,10 +70,15 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_bearer,
         ));
+    let webhooks = Router::new()
+        .route("/line", post(webhooks::line::webhook))
+        .route("/slack", post(webhooks::slack::events))
+        .route_layer(axum::middleware::from_fn(metrics::count_webhooks));
     Router::new()
         .route("/healthz", get(health::healthz))
-        .route("/webhooks/line", post(webhooks::line::webhook))
-        .route("/webhooks/slack", post(webhooks::slack::events))
+        .route("/metrics", get(metrics::metrics))
+        .merge(console::routes())
+        .nest("/webhooks", webhooks)
         .nest("/api", api)
         .with_state(state)
 }
@@ -82,6 +91,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let llm = ctx.llm("persona")?;
     let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
     let mut handle = ServiceHandle::new(SERVICE);
+    metrics::register();
     handle.addr = Some(listener.local_addr()?);
     deliver::spawn(ctx.clone(), &mut handle)
         .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;

@@ -105,6 +105,7 @@ pub async fn run_consumer(
         .await
         .map_err(|e| BusError::JetStream(e.to_string()))?;
     let concurrency = bus.config().concurrency.max(1);
+    crate::metrics::register_consumer(&spec.durable);
     loop {
         let messages = match consumer.messages().await {
             Ok(m) => m,
@@ -142,6 +143,8 @@ async fn process(
     ack_wait: Duration,
 ) {
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+    crate::metrics::consumer_delivery(&spec.durable, delivered);
+    let started = std::time::Instant::now();
     let event: RecordedEvent = match serde_json::from_slice(&message.payload) {
         Ok(event) => event,
         Err(e) => {
@@ -175,6 +178,12 @@ async fn process(
         }
     };
     let _guard = span.enter();
+    let outcome = match &result {
+        Ok(()) => "ok",
+        Err(HandlerError::Transient(_)) if delivered < bus.config().max_deliver => "retry",
+        Err(_) => "dead_letter",
+    };
+    crate::metrics::consumer_handled(&spec.durable, outcome, started.elapsed());
     match result {
         Ok(()) => {
             if let Err(e) = message.ack().await {
@@ -234,6 +243,7 @@ async fn dead_letter(
             .await;
         return;
     }
+    crate::metrics::consumer_dead_letter(&spec.durable);
     handler.on_dead_letter(event, reason).await;
     let _ = message.ack_with(AckKind::Term).await;
 }

@@ -193,6 +193,9 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
     /// Logs as JSON lines instead of text.
     pub json_logs: bool,
+    /// Where `ghost run <service>` serves Prometheus metrics (`GET /metrics`) when the
+    /// process runs no gateway (the gateway serves `/metrics` itself); none = no listener.
+    pub metrics_listen: Option<String>,
 }
 
 /// `characters.yaml`.
@@ -352,6 +355,14 @@ impl GhostSettings {
         )?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;
+        }
+        if let Some(listen) = &self.telemetry.metrics_listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigError::invalid(
+                    "telemetry.metrics_listen",
+                    format!("{listen:?} is not an address like 0.0.0.0:9464"),
+                ));
+            }
         }
         if self.persona.affect_marker.trim().is_empty() || self.persona.affect_marker.contains('\n')
         {

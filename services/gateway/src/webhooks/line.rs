@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, Utc};
 use tracing::info;
 
-use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
+use ghost_shared::envelope::{session_stream, EventMetadata, EventPayload, NewEvent};
 use ghost_shared::events::{Channel, LineImageReceived, ReplyTarget, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;
@@ -69,7 +69,17 @@ pub async fn webhook(
     });
     for outcome in futures::future::join_all(appends).await {
         // LINE redelivers on a non-2xx answer (when redelivery is on), and the ids make that safe.
-        outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
+        let outcome = outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
+        // An image becomes a turn once the media step appends its message.
+        let texts = outcome
+            .events
+            .iter()
+            .filter(|e| e.event_type == UserMessageReceived::EVENT_TYPE);
+        if !outcome.duplicate {
+            for _ in texts {
+                ghost_shared::metrics::turn_started(Channel::Line.as_str());
+            }
+        }
     }
     Ok(StatusCode::OK)
 }

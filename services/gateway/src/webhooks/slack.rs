@@ -61,12 +61,15 @@ pub async fn events(
         SlackAction::StartTurn(turn) if valid_session_key(&turn.session_key) => {
             let (stream, event) =
                 record(turn).map_err(|e| ApiError::internal("cannot encode the Slack event", e))?;
-            state
+            let outcome = state
                 .ctx
                 .log
                 .append(&stream, ExpectedVersion::Any, &[event])
                 .await
                 .map_err(|e| ApiError::internal("cannot store the Slack event", e))?;
+            if !outcome.duplicate {
+                ghost_shared::metrics::turn_started(Channel::Slack.as_str());
+            }
             Ok(axum::http::StatusCode::OK.into_response())
         }
         SlackAction::StartTurn(turn) => {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::envelope::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
 };
@@ -269,9 +269,11 @@ impl EventHandler for TurnHandler {
         }
         .map_err(HandlerError::permanent)?;
 
+        let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         ghost_shared::fault::point("stage.before_append");
         let version = append_steps(&self.ctx, &event.stream, vec![outcome, chosen, then]).await?;
         ghost_shared::fault::point("stage.after_append");
+        ghost_shared::metrics::stage_turn(spoke);
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
         announce(
             self.ctx.bus(),
