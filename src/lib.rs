@@ -6,7 +6,8 @@
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
-//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
+//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
+//! - [`route_report`]: `ghost route-report`, the routes users corrected.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
@@ -14,6 +15,7 @@ pub mod doctor;
 pub mod load;
 pub mod model_bench;
 pub mod probe;
+pub mod route_report;
 pub mod stack;
 pub mod stage_load;
 pub mod webhook_load;

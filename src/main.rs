@@ -63,6 +63,13 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Lists the routes users corrected (negation or a command right after an automatically
+    /// routed answer), counted by wrong → right route, as JSON (from the routing log).
+    RouteReport {
+        /// At most this many corrections, newest first.
+        #[arg(long, default_value_t = 200)]
+        limit: i64,
+    },
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
@@ -174,6 +181,7 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
@@ -360,6 +368,16 @@ fn mood_probe(now: f64) -> Result<()> {
 }
 
 /// `ghost route`: the first routing stage for stdin, as JSON on stdout.
+/// `ghost route-report`: the corrected routes as one JSON object.
+async fn route_report(limit: i64) -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let store = migrate(&config).await?;
+    let report = ghost::route_report::report(store.pool(), limit).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
 fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
     use std::io::Read;
     let path = match rules {

@@ -88,6 +88,7 @@ mod tests {
             declaration: None,
             notice: None,
             memory_summary: None,
+            may_propose: false,
         }
     }
 

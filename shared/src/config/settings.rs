@@ -171,6 +171,8 @@ pub struct PersonaSettings {
     pub affect_marker: String,
     /// The instruction asking for the affect trailer (relative to the repository root).
     pub affect_prompt_file: PathBuf,
+    /// The instruction for judging a work result before replying (seed 002 proposals).
+    pub proposal_prompt_file: PathBuf,
 }
 
 impl Default for PersonaSettings {
@@ -181,6 +183,7 @@ impl Default for PersonaSettings {
             history_turns: 12,
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
+            proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),
         }
     }
 }
