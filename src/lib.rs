@@ -6,11 +6,13 @@
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
+//! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
 //! - [`route_report`]: `ghost route-report`, the routes users corrected.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
+pub mod autonomy_load;
 pub mod doctor;
 pub mod load;
 pub mod model_bench;

@@ -73,6 +73,20 @@ enum Command {
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Autonomy on demand.
+    Autonomy {
+        #[command(subcommand)]
+        command: AutonomyCommand,
+    },
+    /// Drives autonomy ticks (decision, web_access, result, persona message) against a
+    /// zero-delay fake model and reports ticks per second and decision-to-message time
+    /// (see BENCHMARKS.md).
+    AutonomyLoad(ghost::autonomy_load::AutonomyLoadArgs),
+    /// ActionDecision probe (seed 001).
+    Decision {
+        #[command(subcommand)]
+        command: DecisionCommand,
+    },
     /// Drives stage runs through the persona's durable loop against a zero-delay fake model
     /// and reports stage turns per second (see BENCHMARKS.md).
     LoadStage(ghost::stage_load::StageLoadArgs),
@@ -82,6 +96,20 @@ enum Command {
     /// Measures time to first token and prompt and generation tokens/s of an
     /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
     ModelBench(ghost::model_bench::ModelBenchArgs),
+}
+
+#[derive(Subcommand)]
+enum AutonomyCommand {
+    /// Asks the persona to deliberate now (records an AutonomyTickRequested; the worker
+    /// decides) and prints the tick's event id.
+    Tick,
+}
+
+#[derive(Subcommand)]
+enum DecisionCommand {
+    /// Reads an ActionDecision on stdin and prints {"valid": bool, "errors": [...]} (no
+    /// database, no model).
+    Validate,
 }
 
 #[derive(Subcommand)]
@@ -183,6 +211,16 @@ async fn run(command: Command) -> Result<()> {
             Command::Route { local_only, rules } => route_probe(local_only, rules),
             Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::Autonomy {
+                command: AutonomyCommand::Tick,
+            } => autonomy_tick().await,
+            Command::AutonomyLoad(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::autonomy_load::run(args).await
+            }
+            Command::Decision {
+                command: DecisionCommand::Validate,
+            } => ghost::probe::decision_validate(),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::stage_load::run(args).await
@@ -194,6 +232,27 @@ async fn run(command: Command) -> Result<()> {
             }
         }
     }
+}
+
+/// `ghost autonomy tick`.
+async fn autonomy_tick() -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let persona = config.ghost.persona.character.clone();
+    let ctx = ghost_shared::service::ServiceContext::connect(config, "cli").await?;
+    let id = ghost_shared::autonomy::tick::request_tick(
+        &ctx.log,
+        uuid::Uuid::new_v4(),
+        &persona,
+        ghost_shared::autonomy::events::TickTrigger::Cli,
+        ctx.service,
+    )
+    .await?;
+    println!(
+        "{}",
+        serde_json::json!({"tick_event_id": id, "persona": persona})
+    );
+    Ok(())
 }
 
 async fn migrate(config: &Config) -> Result<EventStore> {

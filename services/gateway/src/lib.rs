@@ -5,6 +5,8 @@
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
+//!   persona's autonomy messages and the activity stream, for consoles);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
@@ -15,6 +17,7 @@
 //!   retry policies — used by the handlers and by delivery.
 
 pub mod auth;
+pub mod autonomy;
 pub mod chat;
 pub mod deliver;
 pub mod error;
@@ -62,6 +65,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/autonomy/tick", post(autonomy::tick))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,
@@ -70,6 +74,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/webhooks/line", post(webhooks::line::webhook))
         .route("/webhooks/slack", post(webhooks::slack::events))
+        // Checks its own token: the header, or `?token=` (browser WebSockets).
+        .route("/api/events", get(autonomy::events))
         .nest("/api", api)
         .with_state(state)
 }

@@ -8,6 +8,7 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
@@ -141,6 +142,9 @@ impl Renderer {
                 history.push(ChatMessage::user(m.text));
             } else if let Ok(r) = e.decode::<AssistantReplied>() {
                 history.push(ChatMessage::assistant(r.text));
+            } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                // What the persona said on its own is part of the conversation.
+                history.push(ChatMessage::assistant(m.text));
             }
         }
         let skip = history.len().saturating_sub(history_turns);

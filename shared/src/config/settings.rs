@@ -43,6 +43,10 @@ pub struct GhostSettings {
     pub mood: MoodSettings,
     /// The embedded model server.
     pub model: super::model::ModelSettings,
+    /// Web search and page fetching (limits, search endpoint).
+    pub web: super::web::WebSettings,
+    /// Autonomy: deliberation schedule, message conversation, prompts, the CLI agent.
+    pub autonomy: super::autonomy::AutonomySettings,
 }
 
 /// `mood:`.
@@ -382,6 +386,8 @@ impl GhostSettings {
         }
         self.stage.validate()?;
         self.model.validate()?;
+        self.web.validate()?;
+        self.autonomy.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",
