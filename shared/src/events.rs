@@ -230,6 +230,10 @@ pub struct WorkerCompleted {
     pub route: Route,
     /// The worker's output as returned by the model.
     pub result: String,
+    /// RESEARCH: the source URLs the search returned and the worker was given (the only
+    /// sources a reply may cite).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl EventPayload for WorkerCompleted {

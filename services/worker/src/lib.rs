@@ -5,6 +5,7 @@
 //!   worker contract;
 //! - [`classify`]: `ClassifyRequested` — the classifier (router mode) or Kuro's delegation
 //!   decision (kuro mode), each called at most once per user message;
+//! - [`research`]: RESEARCH's real sources (search and page fetch through `ghost_shared::web`);
 //! - [`summarize`]: `SummarizeRequested` — the session's short-memory summary;
 //! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer;
 //! - [`autonomy`]: deliberation (schedule and on demand) and the actions decisions name.
@@ -12,6 +13,7 @@
 pub mod autonomy;
 pub mod classify;
 pub mod reflect;
+pub mod research;
 pub mod summarize;
 pub mod work;
 
@@ -43,6 +45,8 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx: ctx.clone(),
         llm: llm.clone(),
         system: prompt(&ctx, "prompts/worker.md")?,
+        web: ghost_shared::web::WebClient::new(ctx.config.ghost.web.clone())
+            .map_err(|e| ServiceError::Config(format!("web: {e}")))?,
     });
     let persona_llm = persona_llm(&ctx)?;
     let classifier = Arc::new(classify::Classifier::new(

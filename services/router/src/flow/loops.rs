@@ -15,7 +15,8 @@ use tracing::{info, warn};
 use super::task::{failure_result, next_loop_task, reroute_task, work_result};
 use super::{Router, STEP_LOOP, STEP_NEXT};
 use crate::routing::{
-    decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome, WorkerResult,
+    cited_sources, decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome,
+    WorkerResult,
 };
 
 /// What a worker run came back with.
@@ -26,6 +27,8 @@ pub(crate) struct RunOutcome {
     pub route: Route,
     /// The contract-conforming result, or why the run is a failure.
     pub result: Result<WorkerResult, String>,
+    /// RESEARCH: the sources the reply may cite (only URLs the search returned).
+    pub sources: Vec<String>,
 }
 
 /// The outcome a `WorkerCompleted` or `WorkerFailed` event reports.
@@ -36,6 +39,7 @@ pub(crate) fn outcome_of(event: &RecordedEvent) -> Result<RunOutcome, HandlerErr
             user_event_id: done.user_event_id,
             route: done.route,
             result,
+            sources: cited_sources(&done.result, &done.sources),
         });
     }
     let failed: WorkerFailed = event.decode().map_err(HandlerError::permanent)?;
@@ -43,6 +47,7 @@ pub(crate) fn outcome_of(event: &RecordedEvent) -> Result<RunOutcome, HandlerErr
         user_event_id: failed.user_event_id,
         route: failed.route,
         result: Err(format!("worker_failed: {}", failed.code)),
+        sources: Vec::new(),
     })
 }
 
@@ -151,6 +156,7 @@ impl Router {
         result: Result<&WorkerResult, &str>,
         why: Option<&str>,
         may_propose: bool,
+        sources: &[String],
     ) -> Result<NewEvent, HandlerError> {
         let turn = &cx.turn;
         let work = |route: Route, task: String, reroute: bool| WorkRequested {
@@ -163,12 +169,17 @@ impl Router {
             reroute,
         };
         let summary = self.memory_summary(turn).await?;
-        let render = |result: Value, may_propose: bool| RenderRequested {
+        let render = |mut result: Value, may_propose: bool| RenderRequested {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
             user_event_id: turn.id(),
             user_text: turn.message.text.clone(),
-            work_result: Some(result),
+            work_result: Some({
+                if !sources.is_empty() && result.get("result").is_some() {
+                    result["sources"] = serde_json::json!(sources);
+                }
+                result
+            }),
             declaration: cx.decided.declaration.clone(),
             notice: None,
             memory_summary: summary.clone(),
@@ -219,7 +230,11 @@ impl Router {
             ),
             (_, None) => {
                 let reason = result.err().unwrap_or("unknown");
-                let kind = reason.split(':').next().unwrap_or("unknown");
+                let kind = if reason.contains("research_unavailable") {
+                    "research_unavailable"
+                } else {
+                    reason.split(':').next().unwrap_or("unknown")
+                };
                 NewEvent::caused_by(
                     event,
                     STEP_NEXT,
@@ -272,6 +287,7 @@ impl Router {
                 run.result.as_ref().map_err(String::as_str),
                 None,
                 may_propose,
+                &run.sources,
             )
             .await?;
         let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, self.ctx.service)

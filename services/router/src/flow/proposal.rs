@@ -67,7 +67,16 @@ impl Router {
         let mut logged = loop_decided(&cx, route, &decision, Some(result), None);
         logged.persona_proposal = Some(logged_as);
         let next = self
-            .next_step(event, &cx, route, &decision, Ok(result), why, false)
+            .next_step(
+                event,
+                &cx,
+                route,
+                &decision,
+                Ok(result),
+                why,
+                false,
+                &run.sources,
+            )
             .await?;
         let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, self.ctx.service)
             .map_err(HandlerError::permanent)?;

@@ -43,7 +43,7 @@ pub use loop_control::{
 pub use proposal::{parse_proposal, PersonaVerdict, ProposalError, ProposedStep};
 pub use reply::json_payload;
 pub use rules::{RuleDictionary, RuleInfo, RuleMatch};
-pub use worker::{parse_worker_output, ContractError, Risk, WorkerResult};
+pub use worker::{cited_sources, parse_worker_output, ContractError, Risk, WorkerResult};
 
 /// Helpers shared by the unit tests.
 #[cfg(test)]
