@@ -80,6 +80,19 @@ enum Command {
         #[command(subcommand)]
         command: DecisionCommand,
     },
+    /// Memory write plans (issue 12).
+    WritePlan {
+        #[command(subcommand)]
+        command: WritePlanCommand,
+    },
+    /// Seeds a private database with N utterances and measures recall's candidate
+    /// collection and the write plan's validation + apply (see BENCHMARKS.md).
+    MemoryBench(ghost::memory_bench::MemoryBenchArgs),
+    /// Recall (issue 12).
+    Recall {
+        #[command(subcommand)]
+        command: RecallCommand,
+    },
     /// Drives stage runs through the persona's durable loop against a zero-delay fake model
     /// and reports stage turns per second (see BENCHMARKS.md).
     LoadStage(ghost::stage_load::StageLoadArgs),
@@ -106,16 +119,35 @@ enum DecisionCommand {
 }
 
 #[derive(Subcommand)]
+enum WritePlanCommand {
+    /// Reads {"memory", "event_id", "plan"} on stdin, validates the plan and prints the
+    /// memory after it ({"ok": true, "memory"}) or why it was rejected ({"ok": false,
+    /// "errors"}). No database, no model.
+    Apply {
+        /// Now, in Unix seconds (the interest decay runs from memory.interest.updated_at).
+        #[arg(long)]
+        now: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum RecallCommand {
+    /// Reads a message on stdin and prints its rule-based RetrievalPlan ({"mode", "queries",
+    /// "time_hint", "limits", "focus"}). No database, no model.
+    Plan,
+}
+
+#[derive(Subcommand)]
 enum ProjectionsCommand {
     /// Empties a projection and replays every event from position 0.
     Rebuild {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
     /// Applies the events a projection parked (could not decode or apply) again; those that
     /// apply leave the parking table. Fails while any stays parked.
     Retry {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
 }
@@ -213,6 +245,16 @@ async fn run(command: Command) -> Result<()> {
             Command::Decision {
                 command: DecisionCommand::Validate,
             } => ghost::probe::decision_validate(),
+            Command::WritePlan {
+                command: WritePlanCommand::Apply { now },
+            } => ghost::memory_probe::write_plan_apply(now),
+            Command::MemoryBench(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::memory_bench::run(args).await
+            }
+            Command::Recall {
+                command: RecallCommand::Plan,
+            } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::stage_load::run(args).await

@@ -18,6 +18,8 @@
 //!   subject;
 //! - [`config`]: YAML + environment configuration, secrets;
 //! - [`media`]: images users send, in Postgres so every service reaches them;
+//! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
+//!   and the interest state (pure code);
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
@@ -39,6 +41,7 @@ pub mod ids;
 pub mod llm;
 pub mod masking;
 pub mod media;
+pub mod memory;
 pub mod mood_api;
 pub mod net;
 pub mod parking;

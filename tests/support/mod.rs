@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod cli;
 pub mod logs;
 pub mod platforms;
 pub mod stage;

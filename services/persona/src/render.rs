@@ -12,7 +12,10 @@ use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
-use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
+use ghost_shared::events::{
+    persona_stream, AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived,
+    RECALL_STEP,
+};
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -22,6 +25,7 @@ use ghost_shared::turn_stream::TurnStreamMessage;
 
 use crate::capsule::mood_capsule;
 use crate::prompt::PersonaPrompt;
+use crate::recall::Recaller;
 use crate::routing_notes;
 
 /// Step names: the ids of a render's outcome events derive from the request and these.
@@ -36,6 +40,8 @@ pub struct Renderer {
     /// The instruction asking for the affect trailer, marker filled in.
     trailer_prompt: String,
     llm: LlmClient,
+    /// Recall before the reply (`None` when `memory.recall_enabled` is off).
+    recaller: Option<Recaller>,
 }
 
 /// What the model wrote, split at the affect marker.
@@ -77,9 +83,15 @@ impl Renderer {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
+        let recaller = if ctx.config.ghost.memory.recall_enabled {
+            Some(Recaller::new(ctx.clone(), &character)?)
+        } else {
+            None
+        };
         Ok(Self {
             system_prompt: prompt.render(&character),
             trailer_prompt,
+            recaller,
             character,
             llm,
             ctx,
@@ -138,8 +150,9 @@ impl Renderer {
             mood_capsule(&mood),
             self.trailer_prompt
         );
-        let mut messages = Vec::with_capacity(history_turns + 2);
+        let mut messages = Vec::with_capacity(history_turns + 3);
         messages.push(ChatMessage::system(system));
+        messages.extend(self.recall(request, cause).await.map(ChatMessage::system));
         messages.extend(routing_notes::summary_message(request));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
@@ -155,6 +168,31 @@ impl Renderer {
         }
         messages.push(user);
         Ok(messages)
+    }
+
+    /// What the persona recalls for this request (the memory pack for the prompt), recorded
+    /// as `RecallPerformed` on the persona's stream. Recall never fails a reply.
+    async fn recall(&self, request: &RenderRequested, cause: &RecordedEvent) -> Option<String> {
+        let recaller = self.recaller.as_ref()?;
+        let now = cause.recorded_at.timestamp_micros() as f64 / 1e6;
+        let reply_id = ghost_shared::ids::derive_event_id(cause.event_id, STEP_REPLIED);
+        let recalled = recaller
+            .recall(&self.character, request, reply_id, now)
+            .await;
+        match NewEvent::caused_by(cause, RECALL_STEP, &recalled.event, self.ctx.service) {
+            Ok(event) => {
+                let log = self.ctx.log.clone();
+                let stream = persona_stream(&self.character.name);
+                // Off the reply's path: the record must not hold up the first token.
+                tokio::spawn(async move {
+                    if let Err(e) = log.append(&stream, ExpectedVersion::Any, &[event]).await {
+                        warn!(error = %e, "RecallPerformed not recorded");
+                    }
+                });
+            }
+            Err(e) => warn!(error = %e, "RecallPerformed does not encode"),
+        }
+        recalled.pack
     }
 
     /// The image the user sent with this message, if any (LINE images), read from the
