@@ -359,6 +359,8 @@ async fn serve_model(config: Config) -> Result<()> {
 }
 
 async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<()> {
+    // Listening from the start: a SIGTERM during start-up stops gracefully once started.
+    let mut stop = StopSignal::install();
     let _telemetry = ghost_shared::telemetry::init(
         &format!("ghost-{name}"),
         config.ghost.telemetry.otlp_endpoint.as_deref(),
@@ -393,9 +395,50 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         println!("ghost: gateway listening on http://{addr}");
     }
     tracing::info!(services = ?services.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "running");
+    let grace = Duration::from_secs(stack.ctx.config.ghost.bus.shutdown_grace_secs);
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); Ok(()) }
-        _ = stack.wait() => bail!("a service stopped unexpectedly"),
+        _ = stop.recv() => {}
+        _ = stack.wait_any() => bail!("a service stopped unexpectedly"),
+    }
+    // Graceful stop: no more pulls; what is in flight finishes or is handed back within the
+    // grace period; then the traces are flushed (the telemetry guard drops) and we exit 0.
+    tracing::info!(in_flight = ghost_shared::shutdown::in_flight(), "stopping");
+    ghost_shared::shutdown::request();
+    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+    while ghost_shared::shutdown::in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stack.abort();
+    tracing::info!(left = ghost_shared::shutdown::in_flight(), "stopped");
+    Ok(())
+}
+
+/// SIGTERM (how service managers stop a process) or Ctrl-C.
+struct StopSignal {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    /// Starts listening (a signal that arrives before [`Self::recv`] is kept).
+    fn install() -> Self {
+        Self {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Resolves on SIGTERM or Ctrl-C.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -105,10 +105,18 @@ impl Stack {
         self.relay.abort();
     }
 
-    /// Waits until any service stops.
-    pub async fn wait(self) {
-        let waits = self.services.into_iter().map(|s| Box::pin(s.wait()));
-        let _ = futures::future::select_all(waits).await;
+    /// Waits until any task of any service ends, keeping the stack (so it can still be
+    /// stopped gracefully afterwards).
+    pub async fn wait_any(&mut self) {
+        let tasks: Vec<_> = self
+            .services
+            .iter_mut()
+            .flat_map(|s| s.tasks.iter_mut())
+            .collect();
+        if tasks.is_empty() {
+            return futures::future::pending().await;
+        }
+        let _ = futures::future::select_all(tasks).await;
     }
 }
 

@@ -168,9 +168,49 @@ impl EventPayload for RenderFailed {
     const EVENT_TYPE: &'static str = "RenderFailed";
 }
 
+/// The turn watchdog closed a turn nobody answered within `routing.turn_timeout_secs`
+/// (a worker, the coder or the persona down or hung). Ends a turn; its id is the turn's
+/// outcome id, so a reply that comes later is refused by the store and never delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnTimedOut {
+    /// The conversation.
+    pub session_id: String,
+    /// Where the notice goes.
+    pub channel: Channel,
+    /// The user message that went unanswered.
+    pub user_event_id: Uuid,
+    /// The limit that passed, in seconds.
+    pub limit_secs: u64,
+    /// The short notice the user gets, in the language of their message.
+    pub notice: String,
+}
+
+impl EventPayload for TurnTimedOut {
+    const EVENT_TYPE: &'static str = "TurnTimedOut";
+}
+
 /// Whether an event type ends a turn in its session.
 pub fn ends_turn(event_type: &str) -> bool {
-    event_type == AssistantReplied::EVENT_TYPE || event_type == RenderFailed::EVENT_TYPE
+    event_type == AssistantReplied::EVENT_TYPE
+        || event_type == RenderFailed::EVENT_TYPE
+        || event_type == TurnTimedOut::EVENT_TYPE
+}
+
+/// The notice a user gets when their turn timed out, in the language of their message
+/// (Japanese when it contains kana or kanji, English otherwise).
+pub fn timed_out_notice(user_text: &str) -> &'static str {
+    let japanese = user_text.chars().any(|c| {
+        matches!(c as u32,
+            0x3040..=0x30FF     // hiragana, katakana
+            | 0x3400..=0x4DBF   // CJK extension A
+            | 0x4E00..=0x9FFF   // CJK unified ideographs
+            | 0xFF66..=0xFF9F) // half-width katakana
+    });
+    if japanese {
+        "ごめんなさい、時間内に返事を用意できませんでした。もう一度送ってください。"
+    } else {
+        "Sorry, I could not answer in time. Please send your message again."
+    }
 }
 
 /// The router asks a worker (local model) or the coder (cloud) for one piece of work.
@@ -892,6 +932,14 @@ pub const RECALL_STEP: &str = "recall";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timed_out_notice_follows_the_language_of_the_message() {
+        assert!(timed_out_notice("/code これ直して").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("ｶﾀｶﾅ").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("/code fix this").starts_with("Sorry"));
+        assert!(timed_out_notice("").starts_with("Sorry"));
+    }
 
     #[test]
     fn stage_reasons_serialise_as_the_old_strings() {

@@ -23,6 +23,7 @@
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
+//!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
 //! - [`web`]: web search (SearXNG JSON) and page fetching, bounded, as text with sources;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
@@ -49,6 +50,7 @@ pub mod projections;
 pub mod projector;
 pub mod routing;
 pub mod service;
+pub mod shutdown;
 pub mod stage_signal;
 pub mod store;
 pub mod telemetry;

@@ -28,7 +28,9 @@ use crate::prompt::PersonaPrompt;
 use crate::recall::Recaller;
 use crate::routing_notes;
 
-/// Step names: the ids of a render's outcome events derive from the request and these.
+/// Step names the outcome ids derived from before a turn had one outcome id
+/// ([`ghost_shared::ids::turn_outcome_id`]): still checked, so a request whose outcome was
+/// stored under them is not rendered again.
 const STEP_REPLIED: &str = "AssistantReplied";
 const STEP_FAILED: &str = "RenderFailed";
 
@@ -307,12 +309,17 @@ impl EventHandler for Renderer {
         let turn = request.user_event_id;
         let stream = session_stream(&request.session_id);
 
-        // A redelivery after the outcome was stored: say it again, write nothing.
-        if let Some(done) = self
-            .ctx
-            .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED])
-            .await?
-        {
+        // A redelivery after the outcome was stored (or a turn closed by the watchdog): say
+        // it again, write nothing.
+        let done = match self.ctx.turn_outcome(turn).await? {
+            Some(done) => Some(done),
+            None => {
+                self.ctx
+                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED])
+                    .await?
+            }
+        };
+        if let Some(done) = done {
             info!(event_id = %done.event_id, "render already done; not rendering again");
             self.publish(&turn, &outcome_message(&done)).await;
             return Ok(());
@@ -346,7 +353,7 @@ impl EventHandler for Renderer {
                     affect: generated.affect,
                     affect_rejected: generated.rejected,
                 };
-                let e = NewEvent::caused_by(&event, STEP_REPLIED, &replied, service)
+                let e = NewEvent::closing_turn(&event, turn, &replied, service)
                     .map_err(HandlerError::permanent)?;
                 let id = e.event_id;
                 (
@@ -370,39 +377,79 @@ impl EventHandler for Renderer {
                     code: failed.code.clone(),
                     message: failed.message.clone(),
                 };
-                let e = NewEvent::caused_by(&event, STEP_FAILED, &failed, service)
+                let e = NewEvent::closing_turn(&event, turn, &failed, service)
                     .map_err(HandlerError::permanent)?;
                 (e, message)
             }
         };
         ghost_shared::fault::point("persona.before_append");
-        self.ctx
+        let stored = self
+            .ctx
             .log
             .append(&stream, ExpectedVersion::Any, &[new_event])
             .await
             .map_err(HandlerError::transient)?;
         ghost_shared::fault::point("persona.after_append");
+        // Another handler (or the watchdog) closed the turn first: its outcome stands.
+        let message = match (stored.duplicate, stored.events.first()) {
+            (true, Some(first)) => {
+                info!(event_id = %first.event_id, "turn already closed; this outcome is not stored");
+                outcome_message(first)
+            }
+            _ => message,
+        };
         self.publish(&turn, &message).await;
         Ok(())
+    }
+
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        // Given up on (a handler crashed or hung on every delivery): close the turn now
+        // rather than at the watchdog's limit.
+        let Some(request) = event.and_then(|e| e.decode::<RenderRequested>().ok()) else {
+            return;
+        };
+        let Some(event) = event else { return };
+        let failed = RenderFailed {
+            session_id: request.session_id.clone(),
+            channel: request.channel,
+            user_event_id: request.user_event_id,
+            code: "render_failed".into(),
+            message: ghost_shared::masking::mask_secrets(
+                &reason.chars().take(200).collect::<String>(),
+            )
+            .into_owned(),
+        };
+        let Ok(e) = NewEvent::closing_turn(event, request.user_event_id, &failed, self.ctx.service)
+        else {
+            return;
+        };
+        let stream = session_stream(&request.session_id);
+        match self
+            .ctx
+            .log
+            .append(&stream, ExpectedVersion::Any, &[e])
+            .await
+        {
+            Ok(stored) => {
+                if let Some(m) = stored
+                    .events
+                    .first()
+                    .and_then(TurnStreamMessage::of_outcome)
+                {
+                    self.publish(&request.user_event_id, &m).await;
+                }
+            }
+            Err(err) => {
+                warn!(error = %err, "cannot close the dead-lettered turn; the watchdog will")
+            }
+        }
     }
 }
 
 /// The stream message announcing a stored outcome.
 fn outcome_message(event: &RecordedEvent) -> TurnStreamMessage {
-    if let Ok(r) = event.decode::<AssistantReplied>() {
-        return TurnStreamMessage::Done {
-            event_id: event.event_id,
-            reply_text: r.text,
-        };
-    }
-    match event.decode::<RenderFailed>() {
-        Ok(f) => TurnStreamMessage::Error {
-            code: f.code,
-            message: f.message,
-        },
-        Err(e) => TurnStreamMessage::Error {
-            code: "internal".into(),
-            message: e.to_string(),
-        },
-    }
+    TurnStreamMessage::of_outcome(event).unwrap_or_else(|| TurnStreamMessage::Error {
+        code: "internal".into(),
+        message: format!("{} does not end a turn", event.event_type),
+    })
 }

@@ -3,6 +3,7 @@
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -24,9 +25,17 @@ impl EventHandler for Worker {
         if work.route == Route::Code {
             return Ok(()); // the coder's
         }
-        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        // The shared outcome id, and the two it replaced (outcomes stored before it).
+        let steps = [
+            WORK_OUTCOME_STEP,
+            WorkerCompleted::EVENT_TYPE,
+            WorkerFailed::EVENT_TYPE,
+        ];
         if self.ctx.outcome_stored(&event, &steps).await? {
             return Ok(()); // a redelivery changes nothing
+        }
+        if self.ctx.turn_outcome(work.user_event_id).await?.is_some() {
+            return Ok(()); // the turn was closed (timed out): nobody waits for this work
         }
         let messages = [
             ChatMessage::system(self.system.replace("{{route}}", work.route.as_str())),
@@ -42,7 +51,7 @@ impl EventHandler for Worker {
                     route: work.route,
                     result,
                 };
-                NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
+                NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
             }
             Err(e) => {
                 warn!(route = %work.route, error = %e, "worker model call failed");
@@ -53,7 +62,7 @@ impl EventHandler for Worker {
                     code: "llm_error".into(),
                     message: e.to_string(),
                 };
-                NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
+                NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
             }
         }
         .map_err(HandlerError::permanent)?;

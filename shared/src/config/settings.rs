@@ -531,6 +531,12 @@ pub struct RoutingSettings {
     pub recent_turns: usize,
     /// How many earlier ANALYZE results of the session an ANALYZE task is given.
     pub analyze_context: usize,
+    /// A turn nobody closed within this many seconds of its message is closed by the turn
+    /// watchdog with a `TurnTimedOut` notice. Keep it below `gateway.turn_timeout_secs`, so
+    /// an HTTP client still waiting gets the notice.
+    pub turn_timeout_secs: u64,
+    /// How often the turn watchdog looks for overdue turns, in milliseconds.
+    pub watchdog_interval_ms: u64,
 }
 
 impl Default for RoutingSettings {
@@ -544,6 +550,8 @@ impl Default for RoutingSettings {
             summarize_after_turns: 20,
             recent_turns: 6,
             analyze_context: 3,
+            turn_timeout_secs: 170,
+            watchdog_interval_ms: 1000,
         }
     }
 }
@@ -569,6 +577,8 @@ impl RoutingSettings {
             "routing.summarize_after_turns",
             self.summarize_after_turns.into(),
         )?;
+        positive("routing.turn_timeout_secs", self.turn_timeout_secs)?;
+        positive("routing.watchdog_interval_ms", self.watchdog_interval_ms)?;
         Ok(())
     }
 
