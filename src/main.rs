@@ -87,6 +87,19 @@ enum Command {
         #[command(subcommand)]
         command: DecisionCommand,
     },
+    /// Memory write plans (issue 12).
+    WritePlan {
+        #[command(subcommand)]
+        command: WritePlanCommand,
+    },
+    /// Seeds a private database with N utterances and measures recall's candidate
+    /// collection and the write plan's validation + apply (see BENCHMARKS.md).
+    MemoryBench(ghost::memory_bench::MemoryBenchArgs),
+    /// Recall (issue 12).
+    Recall {
+        #[command(subcommand)]
+        command: RecallCommand,
+    },
     /// Drives stage runs through the persona's durable loop against a zero-delay fake model
     /// and reports stage turns per second (see BENCHMARKS.md).
     LoadStage(ghost::stage_load::StageLoadArgs),
@@ -113,16 +126,35 @@ enum DecisionCommand {
 }
 
 #[derive(Subcommand)]
+enum WritePlanCommand {
+    /// Reads {"memory", "event_id", "plan"} on stdin, validates the plan and prints the
+    /// memory after it ({"ok": true, "memory"}) or why it was rejected ({"ok": false,
+    /// "errors"}). No database, no model.
+    Apply {
+        /// Now, in Unix seconds (the interest decay runs from memory.interest.updated_at).
+        #[arg(long)]
+        now: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum RecallCommand {
+    /// Reads a message on stdin and prints its rule-based RetrievalPlan ({"mode", "queries",
+    /// "time_hint", "limits", "focus"}). No database, no model.
+    Plan,
+}
+
+#[derive(Subcommand)]
 enum ProjectionsCommand {
     /// Empties a projection and replays every event from position 0.
     Rebuild {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
     /// Applies the events a projection parked (could not decode or apply) again; those that
     /// apply leave the parking table. Fails while any stays parked.
     Retry {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
 }
@@ -221,6 +253,16 @@ async fn run(command: Command) -> Result<()> {
             Command::Decision {
                 command: DecisionCommand::Validate,
             } => ghost::probe::decision_validate(),
+            Command::WritePlan {
+                command: WritePlanCommand::Apply { now },
+            } => ghost::memory_probe::write_plan_apply(now),
+            Command::MemoryBench(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::memory_bench::run(args).await
+            }
+            Command::Recall {
+                command: RecallCommand::Plan,
+            } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::stage_load::run(args).await
@@ -325,6 +367,8 @@ async fn serve_model(config: Config) -> Result<()> {
 }
 
 async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<()> {
+    // Listening from the start: a SIGTERM during start-up stops gracefully once started.
+    let mut stop = StopSignal::install();
     let _telemetry = ghost_shared::telemetry::init(
         &format!("ghost-{name}"),
         config.ghost.telemetry.otlp_endpoint.as_deref(),
@@ -359,9 +403,50 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         println!("ghost: gateway listening on http://{addr}");
     }
     tracing::info!(services = ?services.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "running");
+    let grace = Duration::from_secs(stack.ctx.config.ghost.bus.shutdown_grace_secs);
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); Ok(()) }
-        _ = stack.wait() => bail!("a service stopped unexpectedly"),
+        _ = stop.recv() => {}
+        _ = stack.wait_any() => bail!("a service stopped unexpectedly"),
+    }
+    // Graceful stop: no more pulls; what is in flight finishes or is handed back within the
+    // grace period; then the traces are flushed (the telemetry guard drops) and we exit 0.
+    tracing::info!(in_flight = ghost_shared::shutdown::in_flight(), "stopping");
+    ghost_shared::shutdown::request();
+    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+    while ghost_shared::shutdown::in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stack.abort();
+    tracing::info!(left = ghost_shared::shutdown::in_flight(), "stopped");
+    Ok(())
+}
+
+/// SIGTERM (how service managers stop a process) or Ctrl-C.
+struct StopSignal {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    /// Starts listening (a signal that arrives before [`Self::recv`] is kept).
+    fn install() -> Self {
+        Self {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Resolves on SIGTERM or Ctrl-C.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

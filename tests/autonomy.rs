@@ -453,3 +453,98 @@ async fn the_events_socket_needs_the_token() {
     assert_eq!(count(&app, "AutonomyTickRequested").await, 0);
     app.cleanup().await;
 }
+
+/// Plants `persona`'s memory rows (what the memory projection would hold).
+async fn plant_memory(app: &TestApp, likes_tea: bool) {
+    let state = |id: &str, body: &str, topic: &str| {
+        format!(
+            "INSERT INTO memory_states VALUES ('kuro', '{id}', 'task', 'active', '{body}', \
+             '{{\"topic\": \"{topic}\"}}', 0.5, 0.5, NULL, NULL, 1, '{{}}', 'seen', gen_random_uuid(), 1)"
+        )
+    };
+    let tea = state(
+        "00000000-0000-0000-0000-00000000000a",
+        "find a new tea",
+        "tea",
+    );
+    let health = state(
+        "00000000-0000-0000-0000-00000000000b",
+        "ask how master slept",
+        "master_health",
+    );
+    let polarity = if likes_tea { "like" } else { "dislike" };
+    let preference = format!(
+        "INSERT INTO preferences VALUES ('kuro', 'topic', 'tea', '{polarity}', 'tea', 'confirmed', \
+         0.9, '{{}}', 'said so', gen_random_uuid(), 2)"
+    );
+    let targets = if likes_tea {
+        r#"[{"type": "topic", "value": "tea", "weight": 0.7}]"#
+    } else {
+        r#"[{"type": "person", "value": "master_health", "weight": 0.8}]"#
+    };
+    let interest = format!(
+        "INSERT INTO persona_interest_state VALUES ('kuro', '{targets}', 'support', '{{}}', 0, gen_random_uuid(), 3)"
+    );
+    support::execute_all(&app.store, &[&tea, &health, &preference, &interest]).await;
+}
+
+/// The deliberation request's input, after one tick answered with a skip.
+async fn deliberation_input(likes_tea: bool) -> Value {
+    let search = FakeSearch::start().await.unwrap();
+    let app = spawn(&search, None).await;
+    let console = Console::connect(&app).await;
+    plant_memory(&app, likes_tea).await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
+    );
+    tick(&app).await;
+    console.wait_for_activity("decided", 1).await;
+    let request = app
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.model.as_deref() == Some(WORKER_MODEL))
+        .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+        .find(|v| v.get("deliberation_input").is_some())
+        .expect("the deliberation request");
+    assert_eq!(
+        count(&app, ActionStarted::EVENT_TYPE).await,
+        0,
+        "a skip runs nothing"
+    );
+    app.cleanup().await;
+    request
+}
+
+#[tokio::test]
+async fn deliberation_order_follows_the_persona_state() {
+    let ids = |input: &Value| -> Vec<String> {
+        input["deliberation_input"]["open_items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Likes tea and attends to it: the tea task first.
+    let tea_lover = deliberation_input(true).await;
+    assert_eq!(
+        ids(&tea_lover),
+        vec!["find a new tea", "ask how master slept"]
+    );
+    assert_eq!(
+        tea_lover["deliberation_input"]["persona_deliberation_focus"]["topic_bias"][0],
+        "tea"
+    );
+    // Dislikes tea and attends to the user's health: the other order.
+    let carer = deliberation_input(false).await;
+    assert_eq!(ids(&carer), vec!["ask how master slept", "find a new tea"]);
+    assert_eq!(
+        carer["deliberation_input"]["persona_deliberation_focus"]["avoid_bias"],
+        json!(["tea"])
+    );
+    assert_eq!(carer["deliberation_input"]["interaction_mode"], "support");
+    // The persona fields go in as they are configured.
+    assert!(carer["persona"]["second_person_label"].as_str().is_some());
+}

@@ -189,9 +189,49 @@ impl EventPayload for RenderFailed {
     const EVENT_TYPE: &'static str = "RenderFailed";
 }
 
+/// The turn watchdog closed a turn nobody answered within `routing.turn_timeout_secs`
+/// (a worker, the coder or the persona down or hung). Ends a turn; its id is the turn's
+/// outcome id, so a reply that comes later is refused by the store and never delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnTimedOut {
+    /// The conversation.
+    pub session_id: String,
+    /// Where the notice goes.
+    pub channel: Channel,
+    /// The user message that went unanswered.
+    pub user_event_id: Uuid,
+    /// The limit that passed, in seconds.
+    pub limit_secs: u64,
+    /// The short notice the user gets, in the language of their message.
+    pub notice: String,
+}
+
+impl EventPayload for TurnTimedOut {
+    const EVENT_TYPE: &'static str = "TurnTimedOut";
+}
+
 /// Whether an event type ends a turn in its session.
 pub fn ends_turn(event_type: &str) -> bool {
-    event_type == AssistantReplied::EVENT_TYPE || event_type == RenderFailed::EVENT_TYPE
+    event_type == AssistantReplied::EVENT_TYPE
+        || event_type == RenderFailed::EVENT_TYPE
+        || event_type == TurnTimedOut::EVENT_TYPE
+}
+
+/// The notice a user gets when their turn timed out, in the language of their message
+/// (Japanese when it contains kana or kanji, English otherwise).
+pub fn timed_out_notice(user_text: &str) -> &'static str {
+    let japanese = user_text.chars().any(|c| {
+        matches!(c as u32,
+            0x3040..=0x30FF     // hiragana, katakana
+            | 0x3400..=0x4DBF   // CJK extension A
+            | 0x4E00..=0x9FFF   // CJK unified ideographs
+            | 0xFF66..=0xFF9F) // half-width katakana
+    });
+    if japanese {
+        "ごめんなさい、時間内に返事を用意できませんでした。もう一度送ってください。"
+    } else {
+        "Sorry, I could not answer in time. Please send your message again."
+    }
 }
 
 /// The router asks a worker (local model) or the coder (cloud) for one piece of work.
@@ -816,9 +856,167 @@ impl EventPayload for ReplyFailed {
     const EVENT_TYPE: &'static str = "ReplyFailed";
 }
 
+// ---------------------------------------------------------------------------------------
+// Memory (seed 001): what a write plan changed, on the persona's stream. Each carries the
+// values it sets, so the projections only store them (a rebuild gives the same rows).
+// ---------------------------------------------------------------------------------------
+
+/// A write plan created a state or added a revision to one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateUpserted {
+    /// The persona (character id) whose memory this is.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The state's new revision.
+    pub state: crate::memory::MemoryState,
+}
+
+impl EventPayload for StateUpserted {
+    const EVENT_TYPE: &'static str = "StateUpserted";
+}
+
+/// A write plan closed a state or marked a task done (a new revision with that status).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateClosed {
+    /// The persona.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The state's new revision (`closed` or `done`).
+    pub state: crate::memory::MemoryState,
+}
+
+impl EventPayload for StateClosed {
+    const EVENT_TYPE: &'static str = "StateClosed";
+}
+
+/// A write plan set a preference's status (candidate, confirmed, revoked).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreferenceUpdated {
+    /// The persona.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The preference as it now stands.
+    pub preference: crate::memory::Preference,
+    /// Its subject's key (NFKC, trimmed, case-folded).
+    pub subject_key: String,
+    /// The events it rests on.
+    pub evidence_event_ids: Vec<Uuid>,
+    /// Why.
+    pub reason: String,
+}
+
+impl EventPayload for PreferenceUpdated {
+    const EVENT_TYPE: &'static str = "PreferenceUpdated";
+}
+
+/// A write plan annotated an utterance (about-time, entities, affect, context). One per
+/// applied plan: it also marks the utterance's plan as applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventAnnotated {
+    /// The persona.
+    pub persona: String,
+    /// The utterance annotated.
+    pub source_event_id: Uuid,
+    /// About-time, life stage, entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_annotations: Option<crate::memory::EventAnnotations>,
+    /// The persona's momentary affect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_affect: Option<crate::memory::EventAffect>,
+    /// Threads and links.
+    #[serde(default)]
+    pub context_updates: crate::memory::ContextUpdates,
+}
+
+impl EventPayload for EventAnnotated {
+    const EVENT_TYPE: &'static str = "EventAnnotated";
+}
+
+/// The persona's interest state after a write plan (the whole value; the last one wins).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterestStateUpdated {
+    /// The persona.
+    pub persona: String,
+    /// The event that changed it.
+    pub source_event_id: Uuid,
+    /// The interest state after the merge.
+    pub interest: crate::memory::InterestState,
+}
+
+impl EventPayload for InterestStateUpdated {
+    const EVENT_TYPE: &'static str = "InterestStateUpdated";
+}
+
+/// A write plan was rejected whole: nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritePlanRejected {
+    /// The persona.
+    pub persona: String,
+    /// The utterance the plan was for.
+    pub source_event_id: Uuid,
+    /// Every rule it broke (or why it does not parse).
+    pub errors: Vec<String>,
+}
+
+impl EventPayload for WritePlanRejected {
+    const EVENT_TYPE: &'static str = "WritePlanRejected";
+}
+
+/// The persona recalled before a reply (seed 001 B-1/B-2): what it looked for, what each
+/// source found, what it selected and how long each step took. On the persona's stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallPerformed {
+    /// The persona.
+    pub persona: String,
+    /// The conversation.
+    pub session_id: String,
+    /// The user message answered.
+    pub user_event_id: Uuid,
+    /// The reply this recall is for (its id is derived before it is written).
+    pub reply_event_id: Uuid,
+    /// The RetrievalPlan, as JSON.
+    pub plan: serde_json::Value,
+    /// Candidates per source.
+    pub candidate_counts: std::collections::BTreeMap<String, usize>,
+    /// Sources skipped (timed out or failed), with why.
+    #[serde(default)]
+    pub skipped_sources: std::collections::BTreeMap<String, String>,
+    /// The candidates offered to the selection, best first (ids).
+    #[serde(default)]
+    pub candidate_ids: Vec<String>,
+    /// The memories selected (ids), in the selection's order.
+    pub selected_ids: Vec<String>,
+    /// The selected memories' texts, as the reply prompt got them.
+    #[serde(default)]
+    pub selected_texts: Vec<String>,
+    /// Why the selection gave nothing usable, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection_error: Option<String>,
+    /// Milliseconds per source, `collection` and `selection`.
+    pub timings_ms: std::collections::BTreeMap<String, f64>,
+}
+
+impl EventPayload for RecallPerformed {
+    const EVENT_TYPE: &'static str = "RecallPerformed";
+}
+
+/// The step a `RecallPerformed` id derives from, with the `RenderRequested` it served.
+pub const RECALL_STEP: &str = "recall";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timed_out_notice_follows_the_language_of_the_message() {
+        assert!(timed_out_notice("/code これ直して").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("ｶﾀｶﾅ").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("/code fix this").starts_with("Sorry"));
+        assert!(timed_out_notice("").starts_with("Sorry"));
+    }
 
     #[test]
     fn stage_reasons_serialise_as_the_old_strings() {

@@ -18,9 +18,12 @@
 //!   subject;
 //! - [`config`]: YAML + environment configuration, secrets;
 //! - [`media`]: images users send, in Postgres so every service reaches them;
+//! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
+//!   and the interest state (pure code);
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
+//!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
 //! - [`web`]: web search (SearXNG JSON) and page fetching, bounded, as text with sources;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
@@ -39,6 +42,7 @@ pub mod ids;
 pub mod llm;
 pub mod masking;
 pub mod media;
+pub mod memory;
 pub mod mood_api;
 pub mod net;
 pub mod parking;
@@ -46,6 +50,7 @@ pub mod projections;
 pub mod projector;
 pub mod routing;
 pub mod service;
+pub mod shutdown;
 pub mod stage_signal;
 pub mod store;
 pub mod telemetry;

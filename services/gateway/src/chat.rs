@@ -22,9 +22,7 @@ use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::{
     session_stream, EventMetadata, EventPayload, NewEvent, RecordedEvent,
 };
-use ghost_shared::events::{
-    ends_turn, AssistantReplied, Channel, RenderFailed, UserMessageReceived,
-};
+use ghost_shared::events::{ends_turn, Channel, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::{ExpectedVersion, StoreError};
 use ghost_shared::telemetry;
@@ -257,19 +255,9 @@ async fn stored_outcome(state: &AppState, user_event: &RecordedEvent) -> Option<
         .await
         .ok()?;
     events.iter().find_map(|e| {
-        if let Ok(r) = e.decode::<AssistantReplied>() {
-            (r.user_event_id == user_event.event_id).then_some(TurnStreamMessage::Done {
-                event_id: e.event_id,
-                reply_text: r.text,
-            })
-        } else if let Ok(f) = e.decode::<RenderFailed>() {
-            (f.user_event_id == user_event.event_id).then_some(TurnStreamMessage::Error {
-                code: f.code,
-                message: f.message,
-            })
-        } else {
-            None
-        }
+        (TurnStreamMessage::outcome_user_event_id(e) == Some(user_event.event_id))
+            .then(|| TurnStreamMessage::of_outcome(e))
+            .flatten()
     })
 }
 

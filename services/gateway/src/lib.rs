@@ -7,6 +7,8 @@
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
 //!   persona's autonomy messages and the activity stream, for consoles);
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
+//!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
@@ -24,7 +26,9 @@ pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
+pub mod memory;
 pub mod partner_mood;
+pub mod recalls;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
@@ -66,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/stage", get(stage::stage))
         .route("/autonomy/tick", post(autonomy::tick))
+        .route("/memory", get(memory::get))
+        .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,

@@ -56,21 +56,10 @@ impl MessageRenderer {
         let rules = PersonaPrompt::new(read(&settings.prompt_file, "persona.prompt_file")?)
             .map_err(|e| ServiceError::Config(e.to_string()))?
             .render(&character);
-        let fields = PersonaFields::of(&character);
-        let message = read(
+        let message = character.fill_persona(&read(
             &ctx.config.ghost.autonomy.message_prompt_file,
             "autonomy.message_prompt_file",
-        )?
-        .replace("{{display_name}}", &character.display_name)
-        .replace("{{name}}", &character.name)
-        .replace(
-            "{{second_person_label}}",
-            if fields.second_person_label.is_empty() {
-                "the user"
-            } else {
-                &fields.second_person_label
-            },
-        );
+        )?);
         let llm = match &character.llm {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,

@@ -6,6 +6,7 @@
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
 //! - [`autonomy_message`]: the persona's message about an autonomous action (stored, then
 //!   published; nothing when the render fails);
+//! - [`recall`]: what the persona remembers before it replies (seed 001 B-1/B-2);
 //! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
@@ -13,6 +14,7 @@ pub mod autonomy_message;
 pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
+pub mod recall;
 pub mod render;
 pub mod routing_notes;
 pub mod stage;

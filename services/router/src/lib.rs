@@ -6,11 +6,13 @@
 //! - [`flow`]: the event handlers wiring them to NATS and Postgres — a user message
 //!   ([`flow::intake`]), the classifier's or Kuro's reply, and each worker result
 //!   ([`flow::loops`]);
-//! - [`projections`]: session state, the routing log and ANALYZE results.
+//! - [`projections`]: session state, the routing log and ANALYZE results;
+//! - [`watchdog`]: closes turns nobody answered in time (`TurnTimedOut`).
 
 pub mod flow;
 pub mod projections;
 pub mod routing;
+pub mod watchdog;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,6 +75,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             router.clone(),
         ));
     }
+    handle.spawn(watchdog::run(ctx.clone()));
     Ok(handle)
 }
 

@@ -101,9 +101,7 @@ fn start_autonomy(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<()
     let deliberator = Arc::new(autonomy::deliberate::Deliberator {
         ctx: ctx.clone(),
         llm: ctx.llm("worker")?,
-        system: deliberation
-            .replace("{{display_name}}", &character.display_name)
-            .replace("{{name}}", &character.name),
+        system: character.fill_persona(&deliberation),
     });
     let web = ghost_shared::web::WebClient::new(ctx.config.ghost.web.clone())
         .map_err(|e| ServiceError::Config(format!("web: {e}")))?;

@@ -3,6 +3,7 @@
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -29,9 +30,17 @@ impl EventHandler for Worker {
         if work.route == Route::Code {
             return Ok(()); // the coder's
         }
-        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        // The shared outcome id, and the two it replaced (outcomes stored before it).
+        let steps = [
+            WORK_OUTCOME_STEP,
+            WorkerCompleted::EVENT_TYPE,
+            WorkerFailed::EVENT_TYPE,
+        ];
         if self.ctx.outcome_stored(&event, &steps).await? {
             return Ok(()); // a redelivery changes nothing
+        }
+        if self.ctx.turn_outcome(work.user_event_id).await?.is_some() {
+            return Ok(()); // the turn was closed (timed out): nobody waits for this work
         }
         let service = self.ctx.service;
         let failed = |code: &str, message: String| WorkerFailed {
@@ -56,7 +65,7 @@ impl EventHandler for Worker {
                     warn!(code, %message, "research has no sources");
                     let e = NewEvent::caused_by(
                         &event,
-                        WorkerFailed::EVENT_TYPE,
+                        WORK_OUTCOME_STEP,
                         &failed(code, message),
                         service,
                     )
@@ -81,12 +90,12 @@ impl EventHandler for Worker {
                     result,
                     sources,
                 };
-                NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
+                NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
             }
             Err(e) => {
                 warn!(route = %work.route, error = %e, "worker model call failed");
                 let failed = failed("llm_error", e.to_string());
-                NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
+                NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
             }
         }
         .map_err(HandlerError::permanent)?;

@@ -20,9 +20,9 @@ impl PersonaFields {
     /// The fields of `character`.
     pub fn of(character: &CharacterConfig) -> Self {
         Self {
-            persona_text: character.persona.trim().to_owned(),
-            addon_text: String::new(),
-            second_person_label: String::new(),
+            persona_text: character.persona_text.trim().to_owned(),
+            addon_text: character.addon_text.trim().to_owned(),
+            second_person_label: character.second_person_label.trim().to_owned(),
         }
     }
 }

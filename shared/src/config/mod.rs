@@ -7,6 +7,7 @@
 mod autonomy;
 mod channels;
 mod env;
+mod memory;
 mod model;
 mod secrets;
 mod settings;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 pub use autonomy::{AutonomySettings, CliAgentSettings};
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
+pub use memory::MemorySettings;
 pub use model::{ModelSettings, DEFAULT_MODEL_FILE};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;

@@ -146,7 +146,7 @@ mod tests {
     const GHOST: &str =
         "llm:\n  persona:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: m\n";
     const CHARACTERS: &str =
-        "characters:\n  - name: a\n    display_name: A\n  - name: b\n    display_name: B\n";
+        "characters:\n  - {name: a, display_name: A, persona_text: p, second_person_label: you}\n  - {name: b, display_name: B, persona_text: q, second_person_label: you}\n";
 
     fn load(stage: &str, vars: &[(&str, &str)]) -> Result<Config, super::ConfigError> {
         let vars: Vec<(String, String)> = vars

@@ -14,7 +14,7 @@ use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::mood_api::{self, MoodQuery};
-use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 
@@ -53,18 +53,20 @@ impl Deliberator {
                     None
                 }
             };
-        Ok(FocusSources {
-            recent_events: turns
-                .into_iter()
-                .map(|t| RecentEvent {
-                    role: t.role,
-                    speaker: t.speaker,
-                    text: t.text,
-                })
-                .collect(),
-            long_mood,
-            ..FocusSources::default()
-        })
+        let memory = MemoryProjection::load(self.ctx.store().pool(), persona)
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut sources = FocusSources::from_memory(&memory);
+        sources.long_mood = long_mood;
+        sources.recent_events = turns
+            .into_iter()
+            .map(|t| RecentEvent {
+                role: t.role,
+                speaker: t.speaker,
+                text: t.text,
+            })
+            .collect();
+        Ok(sources)
     }
 
     /// The user message: persona fields, the ordered input and the capabilities.

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use ghost_shared::affect::{AffectLabel, MoodState};
+use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
+use ghost_shared::memory::Memory;
 
 /// An earlier utterance of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +78,63 @@ pub struct FocusSources {
     pub attention_targets: Vec<AttentionTarget>,
     /// The interest state's interaction mode.
     pub interaction_mode: Option<String>,
+}
+
+impl FocusSources {
+    /// What the memory holds: active tasks (their topic from the state's structured
+    /// `payload.topic`, priority from salience, else confidence), preferences, and the
+    /// interest state's attention targets and mode.
+    pub fn from_memory(memory: &Memory) -> Self {
+        let open_items = memory
+            .states
+            .iter()
+            .filter(|s| s.kind == StateKind::Task && s.status == StateStatus::Active)
+            .map(|s| OpenItem {
+                id: s.state_id.to_string(),
+                kind: "task".into(),
+                title: s.body_text.clone(),
+                topic: s
+                    .payload
+                    .as_ref()
+                    .and_then(|p| p.get("topic"))
+                    .and_then(|t| t.as_str())
+                    .map(str::to_owned),
+                priority: s.salience.unwrap_or(s.confidence),
+            })
+            .collect();
+        let preferences = memory
+            .preferences
+            .iter()
+            .filter(|p| p.status != PreferenceStatus::Revoked)
+            .map(|p| PreferenceItem {
+                domain: p.domain.as_str().into(),
+                subject: p.subject.clone(),
+                polarity: p.polarity.as_str().into(),
+                confirmed: p.status == PreferenceStatus::Confirmed,
+            })
+            .collect();
+        let (attention_targets, interaction_mode) = match &memory.interest {
+            Some(i) => (
+                i.attention_targets
+                    .iter()
+                    .map(|t| AttentionTarget {
+                        target_type: t.target_type.as_str().into(),
+                        value: t.value.clone(),
+                        weight: t.weight,
+                    })
+                    .collect(),
+                Some(i.interaction_mode.as_str().to_owned()),
+            ),
+            None => (Vec::new(), None),
+        };
+        Self {
+            open_items,
+            preferences,
+            attention_targets,
+            interaction_mode,
+            ..Self::default()
+        }
+    }
 }
 
 /// How the persona's state steers what it looks at.
