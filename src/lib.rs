@@ -4,16 +4,25 @@
 //! - [`stack`]: start any set of services with their shared connections;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
+//! - [`memory_probe`]: `ghost write-plan apply` (a write plan on a given memory) and
+//!   `ghost recall plan` (a message's RetrievalPlan);
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
+//! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
-//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
+//! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
+//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
+//! - [`route_report`]: `ghost route-report`, the routes users corrected.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
+pub mod autonomy_load;
 pub mod doctor;
 pub mod load;
+pub mod memory_bench;
+pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;
+pub mod route_report;
 pub mod stack;
 pub mod stage_load;
 pub mod webhook_load;

@@ -63,9 +63,43 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Lists the routes users corrected (negation or a command right after an automatically
+    /// routed answer), counted by wrong → right route, as JSON (from the routing log).
+    RouteReport {
+        /// At most this many corrections, newest first.
+        #[arg(long, default_value_t = 200)]
+        limit: i64,
+    },
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Autonomy on demand.
+    Autonomy {
+        #[command(subcommand)]
+        command: AutonomyCommand,
+    },
+    /// Drives autonomy ticks (decision, web_access, result, persona message) against a
+    /// zero-delay fake model and reports ticks per second and decision-to-message time
+    /// (see BENCHMARKS.md).
+    AutonomyLoad(ghost::autonomy_load::AutonomyLoadArgs),
+    /// ActionDecision probe (seed 001).
+    Decision {
+        #[command(subcommand)]
+        command: DecisionCommand,
+    },
+    /// Memory write plans (issue 12).
+    WritePlan {
+        #[command(subcommand)]
+        command: WritePlanCommand,
+    },
+    /// Seeds a private database with N utterances and measures recall's candidate
+    /// collection and the write plan's validation + apply (see BENCHMARKS.md).
+    MemoryBench(ghost::memory_bench::MemoryBenchArgs),
+    /// Recall (issue 12).
+    Recall {
+        #[command(subcommand)]
+        command: RecallCommand,
+    },
     /// Drives stage runs through the persona's durable loop against a zero-delay fake model
     /// and reports stage turns per second (see BENCHMARKS.md).
     LoadStage(ghost::stage_load::StageLoadArgs),
@@ -78,16 +112,49 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum AutonomyCommand {
+    /// Asks the persona to deliberate now (records an AutonomyTickRequested; the worker
+    /// decides) and prints the tick's event id.
+    Tick,
+}
+
+#[derive(Subcommand)]
+enum DecisionCommand {
+    /// Reads an ActionDecision on stdin and prints {"valid": bool, "errors": [...]} (no
+    /// database, no model).
+    Validate,
+}
+
+#[derive(Subcommand)]
+enum WritePlanCommand {
+    /// Reads {"memory", "event_id", "plan"} on stdin, validates the plan and prints the
+    /// memory after it ({"ok": true, "memory"}) or why it was rejected ({"ok": false,
+    /// "errors"}). No database, no model.
+    Apply {
+        /// Now, in Unix seconds (the interest decay runs from memory.interest.updated_at).
+        #[arg(long)]
+        now: f64,
+    },
+}
+
+#[derive(Subcommand)]
+enum RecallCommand {
+    /// Reads a message on stdin and prints its rule-based RetrievalPlan ({"mode", "queries",
+    /// "time_hint", "limits", "focus"}). No database, no model.
+    Plan,
+}
+
+#[derive(Subcommand)]
 enum ProjectionsCommand {
     /// Empties a projection and replays every event from position 0.
     Rebuild {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
     /// Applies the events a projection parked (could not decode or apply) again; those that
     /// apply leave the parking table. Fails while any stays parked.
     Retry {
-        /// Projection name (assistant_text, partner_mood_state, routing).
+        /// Projection name (assistant_text, partner_mood_state, routing, memory).
         name: String,
     },
 }
@@ -174,7 +241,28 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::Autonomy {
+                command: AutonomyCommand::Tick,
+            } => autonomy_tick().await,
+            Command::AutonomyLoad(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::autonomy_load::run(args).await
+            }
+            Command::Decision {
+                command: DecisionCommand::Validate,
+            } => ghost::probe::decision_validate(),
+            Command::WritePlan {
+                command: WritePlanCommand::Apply { now },
+            } => ghost::memory_probe::write_plan_apply(now),
+            Command::MemoryBench(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::memory_bench::run(args).await
+            }
+            Command::Recall {
+                command: RecallCommand::Plan,
+            } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),
             Command::LoadStage(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::stage_load::run(args).await
@@ -186,6 +274,27 @@ async fn run(command: Command) -> Result<()> {
             }
         }
     }
+}
+
+/// `ghost autonomy tick`.
+async fn autonomy_tick() -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let persona = config.ghost.persona.character.clone();
+    let ctx = ghost_shared::service::ServiceContext::connect(config, "cli").await?;
+    let id = ghost_shared::autonomy::tick::request_tick(
+        &ctx.log,
+        uuid::Uuid::new_v4(),
+        &persona,
+        ghost_shared::autonomy::events::TickTrigger::Cli,
+        ctx.service,
+    )
+    .await?;
+    println!(
+        "{}",
+        serde_json::json!({"tick_event_id": id, "persona": persona})
+    );
+    Ok(())
 }
 
 async fn migrate(config: &Config) -> Result<EventStore> {
@@ -258,6 +367,8 @@ async fn serve_model(config: Config) -> Result<()> {
 }
 
 async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<()> {
+    // Listening from the start: a SIGTERM during start-up stops gracefully once started.
+    let mut stop = StopSignal::install();
     let _telemetry = ghost_shared::telemetry::init(
         &format!("ghost-{name}"),
         config.ghost.telemetry.otlp_endpoint.as_deref(),
@@ -301,9 +412,50 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         println!("ghost: gateway listening on http://{addr}");
     }
     tracing::info!(services = ?services.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "running");
+    let grace = Duration::from_secs(stack.ctx.config.ghost.bus.shutdown_grace_secs);
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); Ok(()) }
-        _ = stack.wait() => bail!("a service stopped unexpectedly"),
+        _ = stop.recv() => {}
+        _ = stack.wait_any() => bail!("a service stopped unexpectedly"),
+    }
+    // Graceful stop: no more pulls; what is in flight finishes or is handed back within the
+    // grace period; then the traces are flushed (the telemetry guard drops) and we exit 0.
+    tracing::info!(in_flight = ghost_shared::shutdown::in_flight(), "stopping");
+    ghost_shared::shutdown::request();
+    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
+    while ghost_shared::shutdown::in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stack.abort();
+    tracing::info!(left = ghost_shared::shutdown::in_flight(), "stopped");
+    Ok(())
+}
+
+/// SIGTERM (how service managers stop a process) or Ctrl-C.
+struct StopSignal {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignal {
+    /// Starts listening (a signal that arrives before [`Self::recv`] is kept).
+    fn install() -> Self {
+        Self {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Resolves on SIGTERM or Ctrl-C.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -369,6 +521,16 @@ fn mood_probe(now: f64) -> Result<()> {
 }
 
 /// `ghost route`: the first routing stage for stdin, as JSON on stdout.
+/// `ghost route-report`: the corrected routes as one JSON object.
+async fn route_report(limit: i64) -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let store = migrate(&config).await?;
+    let report = ghost::route_report::report(store.pool(), limit).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
 fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
     use std::io::Read;
     let path = match rules {

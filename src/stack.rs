@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use ghost_shared::config::Config;
-use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::projector::Projection;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
@@ -23,13 +23,16 @@ pub enum ServiceName {
     Mood,
     /// CODE on the cloud model.
     Coder,
+    /// The write plan after each reply; the `memory` projection.
+    WritePlan,
     /// The embedded model server (needs neither Postgres nor NATS; `ghost up` starts it
     /// first when `model.enabled`).
     Model,
 }
 
 impl ServiceName {
-    /// Every service, in start order (consumers before the front door).
+    /// The conversation services, in start order (consumers before the front door); `ghost
+    /// up` adds the write-plan service (see [`Self::up`]).
     pub const ALL: [ServiceName; 6] = [
         ServiceName::Mood,
         ServiceName::Router,
@@ -48,18 +51,22 @@ impl ServiceName {
             ServiceName::Persona => ghost_persona::SERVICE,
             ServiceName::Mood => ghost_mood::SERVICE,
             ServiceName::Coder => ghost_coder::SERVICE,
+            ServiceName::WritePlan => ghost_write_plan::SERVICE,
             ServiceName::Model => ghost_model::SERVICE,
         }
     }
 
     /// What `ghost up` runs: the embedded model first when the configuration asks for it,
-    /// then every service.
+    /// then every service of [`Self::ALL`], then the write-plan service (after each reply,
+    /// off the reply's path; kept out of `ALL` so tests that script the worker model's
+    /// answers in order only get the calls they script).
     pub fn up(config: &Config) -> Vec<ServiceName> {
         let mut services = Vec::new();
         if config.ghost.model.enabled {
             services.push(ServiceName::Model);
         }
         services.extend(ServiceName::ALL);
+        services.push(ServiceName::WritePlan);
         services
     }
 }
@@ -98,10 +105,18 @@ impl Stack {
         self.relay.abort();
     }
 
-    /// Waits until any service stops.
-    pub async fn wait(self) {
-        let waits = self.services.into_iter().map(|s| Box::pin(s.wait()));
-        let _ = futures::future::select_all(waits).await;
+    /// Waits until any task of any service ends, keeping the stack (so it can still be
+    /// stopped gracefully afterwards).
+    pub async fn wait_any(&mut self) {
+        let tasks: Vec<_> = self
+            .services
+            .iter_mut()
+            .flat_map(|s| s.tasks.iter_mut())
+            .collect();
+        if tasks.is_empty() {
+            return futures::future::pending().await;
+        }
+        let _ = futures::future::select_all(tasks).await;
     }
 }
 
@@ -138,6 +153,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
             ServiceName::Persona => ghost_persona::start(sctx).await,
             ServiceName::Mood => ghost_mood::start(sctx).await,
             ServiceName::Coder => ghost_coder::start(sctx).await,
+            ServiceName::WritePlan => ghost_write_plan::start(sctx).await,
             ServiceName::Model => ghost_model::start(&ctx.config).await,
         };
         match handle {
@@ -162,6 +178,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
 pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Projection>> {
     match name {
         AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
+        MemoryProjection::NAME => Some(Arc::new(MemoryProjection)),
         ghost_mood::episodes::NAME => Some(Arc::new(ghost_mood::episodes::MoodEpisodes::new(
             config.ghost.mood.constants,
         ))),
@@ -172,8 +189,9 @@ pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Project
 }
 
 /// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 3] = [
+pub const PROJECTIONS: [&str; 4] = [
     AssistantTextProjection::NAME,
+    MemoryProjection::NAME,
     ghost_mood::episodes::NAME,
     ghost_router::projections::RoutingProjection::NAME,
 ];

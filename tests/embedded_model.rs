@@ -75,11 +75,14 @@ async fn spawn_with_model(
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    // What `ghost up` runs when model.enabled: the model first, then every service.
+    // What `ghost up` runs when model.enabled: the model first, then every service (the
+    // write-plan service too, which this test of the reply path leaves out).
     let mut services = vec![ServiceName::Model];
     services.extend(ServiceName::ALL);
     let app = TestApp::spawn_adjusted(&services, &refs, adjust).await;
-    assert_eq!(ServiceName::up(&app.env.config), services);
+    let mut up = services.clone();
+    up.push(ServiceName::WritePlan);
+    assert_eq!(ServiceName::up(&app.env.config), up);
     assert!(
         app.stack.model_addr().is_some(),
         "the model runs in the stack"

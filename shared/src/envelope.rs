@@ -84,6 +84,20 @@ impl NewEvent {
             },
         )
     }
+
+    /// The event closing the turn of user message `user_event_id`, produced in reaction to
+    /// `cause`: like [`Self::caused_by`], but its id is the turn's one outcome id
+    /// ([`crate::ids::turn_outcome_id`]), shared by every alternative outcome of the turn.
+    pub fn closing_turn<P: EventPayload>(
+        cause: &RecordedEvent,
+        user_event_id: Uuid,
+        payload: &P,
+        service: &str,
+    ) -> Result<Self, serde_json::Error> {
+        let mut event = Self::caused_by(cause, "turn-outcome", payload, service)?;
+        event.event_id = crate::ids::turn_outcome_id(user_event_id);
+        Ok(event)
+    }
 }
 
 /// An event as committed: what readers and consumers see.

@@ -85,6 +85,23 @@ pub struct RouteDecided {
     /// confidence, fallback reason, notice (masked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
+    /// The previous message's route, marked as misclassified by this message (the user's
+    /// negation or an explicit command right after an automatically routed answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrects: Option<Misclassification>,
+}
+
+/// A previous routing decision the user corrected (seed 002 誤分類検知).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Misclassification {
+    /// The corrected user message.
+    pub user_event_id: Uuid,
+    /// The route it was given.
+    pub route: Route,
+    /// How it was decided then (`rule`, `classifier`, …).
+    pub source: RouteSource,
+    /// `negation` (the classifier read a rejection) or `explicit` (a route command).
+    pub signal: String,
 }
 
 fn primary_default() -> bool {
@@ -118,6 +135,10 @@ pub struct RenderRequested {
     /// The session's short-memory summary, when the history has grown past its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_summary: Option<String>,
+    /// Before replying, the persona judges whether the work result reaches the user's goal
+    /// and may propose the next step (`PersonaProposed`, decided by the router) instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_propose: bool,
 }
 
 impl EventPayload for RenderRequested {
@@ -168,9 +189,49 @@ impl EventPayload for RenderFailed {
     const EVENT_TYPE: &'static str = "RenderFailed";
 }
 
+/// The turn watchdog closed a turn nobody answered within `routing.turn_timeout_secs`
+/// (a worker, the coder or the persona down or hung). Ends a turn; its id is the turn's
+/// outcome id, so a reply that comes later is refused by the store and never delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnTimedOut {
+    /// The conversation.
+    pub session_id: String,
+    /// Where the notice goes.
+    pub channel: Channel,
+    /// The user message that went unanswered.
+    pub user_event_id: Uuid,
+    /// The limit that passed, in seconds.
+    pub limit_secs: u64,
+    /// The short notice the user gets, in the language of their message.
+    pub notice: String,
+}
+
+impl EventPayload for TurnTimedOut {
+    const EVENT_TYPE: &'static str = "TurnTimedOut";
+}
+
 /// Whether an event type ends a turn in its session.
 pub fn ends_turn(event_type: &str) -> bool {
-    event_type == AssistantReplied::EVENT_TYPE || event_type == RenderFailed::EVENT_TYPE
+    event_type == AssistantReplied::EVENT_TYPE
+        || event_type == RenderFailed::EVENT_TYPE
+        || event_type == TurnTimedOut::EVENT_TYPE
+}
+
+/// The notice a user gets when their turn timed out, in the language of their message
+/// (Japanese when it contains kana or kanji, English otherwise).
+pub fn timed_out_notice(user_text: &str) -> &'static str {
+    let japanese = user_text.chars().any(|c| {
+        matches!(c as u32,
+            0x3040..=0x30FF     // hiragana, katakana
+            | 0x3400..=0x4DBF   // CJK extension A
+            | 0x4E00..=0x9FFF   // CJK unified ideographs
+            | 0xFF66..=0xFF9F) // half-width katakana
+    });
+    if japanese {
+        "ごめんなさい、時間内に返事を用意できませんでした。もう一度送ってください。"
+    } else {
+        "Sorry, I could not answer in time. Please send your message again."
+    }
 }
 
 /// The router asks a worker (local model) or the coder (cloud) for one piece of work.
@@ -209,6 +270,10 @@ pub struct WorkerCompleted {
     pub route: Route,
     /// The worker's output as returned by the model.
     pub result: String,
+    /// RESEARCH: the source URLs the search returned and the worker was given (the only
+    /// sources a reply may cite).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl EventPayload for WorkerCompleted {
@@ -349,6 +414,32 @@ pub struct LoopDecided {
     /// Why the worker's output was a failure (contract violation or worker error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The persona's proposal this decision answers (`continue: reason`, …), or why it
+    /// was ignored (`invalid: …`); absent for decisions after a worker run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona_proposal: Option<String>,
+}
+
+/// The persona's judgement of a work result before replying (seed 002: the conversation
+/// model may propose to continue, stop, ask the user or reroute; the router decides). The
+/// raw model output is validated by the router, like the classifier's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonaProposed {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being served.
+    pub user_event_id: Uuid,
+    /// The `RenderRequested` the proposal answers.
+    pub render_event_id: Uuid,
+    /// The model's output as returned (cut, secrets masked); empty when the call failed.
+    pub raw: String,
+    /// Why the call produced nothing (timeout, transport, model error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_failed: Option<String>,
+}
+
+impl EventPayload for PersonaProposed {
+    const EVENT_TYPE: &'static str = "PersonaProposed";
 }
 
 impl EventPayload for LoopDecided {
@@ -681,6 +772,32 @@ impl EventPayload for LineImageReceived {
     const EVENT_TYPE: &'static str = "LineImageReceived";
 }
 
+/// A Slack message came with an image; the gateway downloads it with the bot token and then
+/// appends the turn's `UserMessageReceived` (the acknowledgement never waits for it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlackImageReceived {
+    /// The conversation.
+    pub session_id: String,
+    /// Sender.
+    pub speaker: String,
+    /// The message's dedup key (`slack:msg:{channel}:{ts}`).
+    pub external_id: String,
+    /// The message's text (may be empty).
+    pub text: String,
+    /// Slack's file id.
+    pub file_id: String,
+    /// Its `url_private_download`.
+    pub url: String,
+    /// Its `mimetype`.
+    pub mimetype: String,
+    /// Where to answer.
+    pub reply_to: ReplyTarget,
+}
+
+impl EventPayload for SlackImageReceived {
+    const EVENT_TYPE: &'static str = "SlackImageReceived";
+}
+
 /// The gateway is about to make a platform call that cannot be deduplicated by the platform
 /// (LINE reply token, Slack `chat.postMessage`). If this exists without an outcome after a
 /// crash, the call may have gone through, so it is not blindly repeated.
@@ -739,9 +856,167 @@ impl EventPayload for ReplyFailed {
     const EVENT_TYPE: &'static str = "ReplyFailed";
 }
 
+// ---------------------------------------------------------------------------------------
+// Memory (seed 001): what a write plan changed, on the persona's stream. Each carries the
+// values it sets, so the projections only store them (a rebuild gives the same rows).
+// ---------------------------------------------------------------------------------------
+
+/// A write plan created a state or added a revision to one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateUpserted {
+    /// The persona (character id) whose memory this is.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The state's new revision.
+    pub state: crate::memory::MemoryState,
+}
+
+impl EventPayload for StateUpserted {
+    const EVENT_TYPE: &'static str = "StateUpserted";
+}
+
+/// A write plan closed a state or marked a task done (a new revision with that status).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateClosed {
+    /// The persona.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The state's new revision (`closed` or `done`).
+    pub state: crate::memory::MemoryState,
+}
+
+impl EventPayload for StateClosed {
+    const EVENT_TYPE: &'static str = "StateClosed";
+}
+
+/// A write plan set a preference's status (candidate, confirmed, revoked).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreferenceUpdated {
+    /// The persona.
+    pub persona: String,
+    /// The utterance whose plan made the change.
+    pub source_event_id: Uuid,
+    /// The preference as it now stands.
+    pub preference: crate::memory::Preference,
+    /// Its subject's key (NFKC, trimmed, case-folded).
+    pub subject_key: String,
+    /// The events it rests on.
+    pub evidence_event_ids: Vec<Uuid>,
+    /// Why.
+    pub reason: String,
+}
+
+impl EventPayload for PreferenceUpdated {
+    const EVENT_TYPE: &'static str = "PreferenceUpdated";
+}
+
+/// A write plan annotated an utterance (about-time, entities, affect, context). One per
+/// applied plan: it also marks the utterance's plan as applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventAnnotated {
+    /// The persona.
+    pub persona: String,
+    /// The utterance annotated.
+    pub source_event_id: Uuid,
+    /// About-time, life stage, entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_annotations: Option<crate::memory::EventAnnotations>,
+    /// The persona's momentary affect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_affect: Option<crate::memory::EventAffect>,
+    /// Threads and links.
+    #[serde(default)]
+    pub context_updates: crate::memory::ContextUpdates,
+}
+
+impl EventPayload for EventAnnotated {
+    const EVENT_TYPE: &'static str = "EventAnnotated";
+}
+
+/// The persona's interest state after a write plan (the whole value; the last one wins).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterestStateUpdated {
+    /// The persona.
+    pub persona: String,
+    /// The event that changed it.
+    pub source_event_id: Uuid,
+    /// The interest state after the merge.
+    pub interest: crate::memory::InterestState,
+}
+
+impl EventPayload for InterestStateUpdated {
+    const EVENT_TYPE: &'static str = "InterestStateUpdated";
+}
+
+/// A write plan was rejected whole: nothing of it was applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritePlanRejected {
+    /// The persona.
+    pub persona: String,
+    /// The utterance the plan was for.
+    pub source_event_id: Uuid,
+    /// Every rule it broke (or why it does not parse).
+    pub errors: Vec<String>,
+}
+
+impl EventPayload for WritePlanRejected {
+    const EVENT_TYPE: &'static str = "WritePlanRejected";
+}
+
+/// The persona recalled before a reply (seed 001 B-1/B-2): what it looked for, what each
+/// source found, what it selected and how long each step took. On the persona's stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallPerformed {
+    /// The persona.
+    pub persona: String,
+    /// The conversation.
+    pub session_id: String,
+    /// The user message answered.
+    pub user_event_id: Uuid,
+    /// The reply this recall is for (its id is derived before it is written).
+    pub reply_event_id: Uuid,
+    /// The RetrievalPlan, as JSON.
+    pub plan: serde_json::Value,
+    /// Candidates per source.
+    pub candidate_counts: std::collections::BTreeMap<String, usize>,
+    /// Sources skipped (timed out or failed), with why.
+    #[serde(default)]
+    pub skipped_sources: std::collections::BTreeMap<String, String>,
+    /// The candidates offered to the selection, best first (ids).
+    #[serde(default)]
+    pub candidate_ids: Vec<String>,
+    /// The memories selected (ids), in the selection's order.
+    pub selected_ids: Vec<String>,
+    /// The selected memories' texts, as the reply prompt got them.
+    #[serde(default)]
+    pub selected_texts: Vec<String>,
+    /// Why the selection gave nothing usable, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection_error: Option<String>,
+    /// Milliseconds per source, `collection` and `selection`.
+    pub timings_ms: std::collections::BTreeMap<String, f64>,
+}
+
+impl EventPayload for RecallPerformed {
+    const EVENT_TYPE: &'static str = "RecallPerformed";
+}
+
+/// The step a `RecallPerformed` id derives from, with the `RenderRequested` it served.
+pub const RECALL_STEP: &str = "recall";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timed_out_notice_follows_the_language_of_the_message() {
+        assert!(timed_out_notice("/code これ直して").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("ｶﾀｶﾅ").starts_with("ごめんなさい"));
+        assert!(timed_out_notice("/code fix this").starts_with("Sorry"));
+        assert!(timed_out_notice("").starts_with("Sorry"));
+    }
 
     #[test]
     fn stage_reasons_serialise_as_the_old_strings() {

@@ -17,6 +17,23 @@ pub fn derive_event_id(cause: Uuid, step: &str) -> Uuid {
     Uuid::new_v5(&GHOST_NAMESPACE, &name)
 }
 
+/// The step the outcome of a work request derives its id from: `WorkerCompleted` and
+/// `WorkerFailed` of one `WorkRequested` share it, so two handlers never store both.
+pub const WORK_OUTCOME_STEP: &str = "work-outcome";
+
+/// The step name every event closing a turn derives its id from (see [`turn_outcome_id`]).
+const TURN_OUTCOME_STEP: &str = "turn-outcome";
+
+/// The id of the one event that closes the turn of user message `user_event_id`: the reply
+/// (`AssistantReplied`) or one of its alternatives (`RenderFailed` from the persona or the
+/// router's dead-letter path, `TurnTimedOut` from the watchdog). Alternatives share the id,
+/// so the store keeps whichever came first and refuses the others: two handlers of one
+/// message (a redelivery, a second process) can never store both a reply and a failure, and
+/// a reply arriving after the watchdog closed the turn is never stored or delivered.
+pub fn turn_outcome_id(user_event_id: Uuid) -> Uuid {
+    derive_event_id(user_event_id, TURN_OUTCOME_STEP)
+}
+
 /// The id of an event that originates outside Ghost (a platform's delivery id, a client's
 /// request id): the same external key always maps to the same event.
 pub fn external_event_id(source: &str, external_key: &str) -> Uuid {
@@ -50,6 +67,14 @@ mod tests {
             derive_event_id(cause, "route"),
             derive_event_id(Uuid::new_v4(), "route")
         );
+    }
+
+    #[test]
+    fn a_turn_has_one_outcome_id() {
+        let turn = Uuid::new_v4();
+        assert_eq!(turn_outcome_id(turn), turn_outcome_id(turn));
+        assert_ne!(turn_outcome_id(turn), turn_outcome_id(Uuid::new_v4()));
+        assert_ne!(turn_outcome_id(turn), derive_event_id(turn, "route"));
     }
 
     #[test]

@@ -145,6 +145,18 @@ impl ServiceContext {
             .map_err(HandlerError::transient)
     }
 
+    /// The event that closed the turn of user message `user_event_id`, if any (see
+    /// [`crate::ids::turn_outcome_id`]).
+    pub async fn turn_outcome(
+        &self,
+        user_event_id: uuid::Uuid,
+    ) -> Result<Option<RecordedEvent>, HandlerError> {
+        self.store()
+            .get(crate::ids::turn_outcome_id(user_event_id))
+            .await
+            .map_err(HandlerError::transient)
+    }
+
     /// Whether any of `steps`' outcomes of `cause` is stored already (a redelivery).
     pub async fn outcome_stored(
         &self,

@@ -35,3 +35,42 @@ pub enum TurnStreamMessage {
         message: String,
     },
 }
+
+impl TurnStreamMessage {
+    /// The message announcing a stored turn outcome (`AssistantReplied`, `RenderFailed`,
+    /// `TurnTimedOut`); `None` for any other event.
+    pub fn of_outcome(event: &crate::envelope::RecordedEvent) -> Option<Self> {
+        use crate::events::{AssistantReplied, RenderFailed, TurnTimedOut};
+        if let Ok(r) = event.decode::<AssistantReplied>() {
+            Some(Self::Done {
+                event_id: event.event_id,
+                reply_text: r.text,
+            })
+        } else if let Ok(f) = event.decode::<RenderFailed>() {
+            Some(Self::Error {
+                code: f.code,
+                message: f.message,
+            })
+        } else if let Ok(t) = event.decode::<TurnTimedOut>() {
+            Some(Self::Error {
+                code: "turn_timed_out".into(),
+                message: t.notice,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The user message a turn outcome answers (`None` for other events).
+    pub fn outcome_user_event_id(event: &crate::envelope::RecordedEvent) -> Option<Uuid> {
+        use crate::events::ends_turn;
+        if !ends_turn(&event.event_type) {
+            return None;
+        }
+        event
+            .payload
+            .get("user_event_id")
+            .and_then(|v| v.as_str())
+            .and_then(|s| s.parse().ok())
+    }
+}

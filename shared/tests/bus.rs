@@ -52,6 +52,8 @@ impl EventHandler for Recorder {
             "flaky" if attempt < 3 => return Err(HandlerError::transient("not yet")),
             "always-fails" => return Err(HandlerError::transient("never")),
             "poison" => return Err(HandlerError::permanent("cannot ever work")),
+            // Never finishes: as if the handler crashed the process every time.
+            "crash" => futures::future::pending::<()>().await,
             _ => {}
         }
         self.seen
@@ -112,6 +114,70 @@ async fn two_instances_share_the_work_and_never_both_handle_a_message() {
     );
     ta.abort();
     tb.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_message_whose_handler_crashes_every_time_is_dead_lettered_through_the_advisory() {
+    let env = TestEnv::new(
+        "http://127.0.0.1:9",
+        &[
+            ("GHOST_BUS__MAX_DELIVER", "2"),
+            ("GHOST_BUS__ACK_WAIT_SECS", "1"),
+        ],
+    )
+    .await;
+    let ctx = context(&env).await;
+    let bus = ctx.bus().clone();
+    let mut dlq = bus
+        .client()
+        .subscribe(bus.dead_letter_subject("svc_UserMessageReceived"))
+        .await
+        .unwrap();
+    let handler = Recorder::named("r");
+    let start = || {
+        tokio::spawn(run_consumer(
+            bus.clone(),
+            ConsumerSpec::new("svc", "UserMessageReceived"),
+            handler.clone(),
+        ))
+    };
+    let crash = message("crash");
+    let crash_id = crash.event_id;
+    ctx.log
+        .append("session-c", ExpectedVersion::Any, &[crash])
+        .await
+        .unwrap();
+    // Each delivery "crashes" the instance holding it (its task dies mid-handler) and a new
+    // instance starts, until the deliveries are used up.
+    let mut instance = start();
+    for delivery in 1..=2u32 {
+        eventually(Duration::from_secs(30), "a delivery", || async {
+            let n = handler.attempts.lock().unwrap().get(&crash_id).copied();
+            (n == Some(delivery)).then_some(())
+        })
+        .await;
+        instance.abort();
+        instance = start();
+    }
+    let parked = tokio::time::timeout(Duration::from_secs(30), dlq.next())
+        .await
+        .expect("dead-lettered through the advisory")
+        .unwrap();
+    let parked: RecordedEvent = serde_json::from_slice(&parked.payload).unwrap();
+    assert_eq!(parked.event_id, crash_id);
+    eventually(Duration::from_secs(10), "told about it", || async {
+        let dead = handler.dead.lock().unwrap().clone();
+        (dead.len() == 1).then_some(dead)
+    })
+    .await;
+    assert!(handler.dead.lock().unwrap()[0].starts_with("crash: no handler finished it in 2"));
+    assert_eq!(
+        handler.attempts.lock().unwrap()[&crash_id],
+        2,
+        "never a third delivery"
+    );
+    instance.abort();
     env.cleanup().await;
 }
 

@@ -98,6 +98,9 @@ impl TestEnv {
                 "tests/fixtures/routing_chat_only.yaml".into(),
             ),
             ("GHOST_API_TOKEN".into(), "test-token".into()),
+            // Recall's selection asks the worker model: off unless a test of memory turns it
+            // on, so tests that script the worker's answers in order get only their calls.
+            ("GHOST_MEMORY__RECALL_ENABLED".into(), "false".into()),
         ];
         for (k, v) in extra {
             vars.push(((*k).into(), (*v).into()));

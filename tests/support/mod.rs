@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod cli;
 pub mod logs;
 pub mod platforms;
 pub mod stage;
@@ -218,6 +219,37 @@ impl TestApp {
         }
         cmd.stdin(Stdio::null()).kill_on_drop(true);
         cmd
+    }
+
+    /// Waits until nothing is in flight: every durable consumer of the event stream has
+    /// handled and acknowledged everything it was given, and the outbox is empty (every
+    /// committed event is published). After this, nothing more happens on its own (but
+    /// timers such as the turn watchdog).
+    pub async fn wait_idle(&self) {
+        use futures::TryStreamExt;
+        let js = self.stack.ctx.bus().jetstream();
+        let stream_name = self.env.config.ghost.bus.stream_name.clone();
+        ghost_testkit::testing::eventually(Duration::from_secs(120), "idle", || async {
+            let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+                .fetch_one(self.store.pool())
+                .await
+                .ok()?;
+            if outbox > 0 {
+                return None;
+            }
+            let stream = js.get_stream(&stream_name).await.ok()?;
+            let names: Vec<String> = stream.consumer_names().try_collect().await.ok()?;
+            for name in names {
+                let mut consumer: async_nats::jetstream::consumer::PullConsumer =
+                    stream.get_consumer(&name).await.ok()?;
+                let info = consumer.info().await.ok()?;
+                if info.num_pending > 0 || info.num_ack_pending > 0 {
+                    return None;
+                }
+            }
+            Some(())
+        })
+        .await;
     }
 
     /// Stops the services and removes the database and streams.

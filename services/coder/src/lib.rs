@@ -12,6 +12,7 @@ use std::sync::Arc;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;
@@ -78,9 +79,17 @@ impl EventHandler for Coder {
         if work.route != Route::Code {
             return Ok(()); // the local worker's
         }
-        let steps = [WorkerCompleted::EVENT_TYPE, WorkerFailed::EVENT_TYPE];
+        // The shared outcome id, and the two it replaced (outcomes stored before it).
+        let steps = [
+            WORK_OUTCOME_STEP,
+            WorkerCompleted::EVENT_TYPE,
+            WorkerFailed::EVENT_TYPE,
+        ];
         if self.ctx.outcome_stored(&event, &steps).await? {
             return Ok(()); // a redelivery changes nothing
+        }
+        if self.ctx.turn_outcome(work.user_event_id).await?.is_some() {
+            return Ok(()); // the turn was closed (timed out): nobody waits for this work
         }
         let service = self.ctx.service;
         let failed = |code: &str, message: String| {
@@ -91,7 +100,7 @@ impl EventHandler for Coder {
                 code: code.to_owned(),
                 message,
             };
-            NewEvent::caused_by(&event, WorkerFailed::EVENT_TYPE, &failed, service)
+            NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
         };
         let outcome = if work.local_only {
             warn!("CODE requested while local_only is set: nothing is sent to the cloud");
@@ -106,12 +115,13 @@ impl EventHandler for Coder {
             match self.llm.chat(&messages).await {
                 Ok(result) => {
                     let done = WorkerCompleted {
+                        sources: Vec::new(),
                         session_id: work.session_id.clone(),
                         user_event_id: work.user_event_id,
                         route: work.route,
                         result,
                     };
-                    NewEvent::caused_by(&event, WorkerCompleted::EVENT_TYPE, &done, service)
+                    NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
                 }
                 Err(e) => {
                     let message = mask_secrets(&e.to_string()).into_owned();

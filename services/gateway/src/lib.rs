@@ -6,6 +6,10 @@
 //! - [`health`]: `GET /healthz`; [`metrics`]: `GET /metrics` (Prometheus) and the webhook
 //!   outcome counter;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
+//!   persona's autonomy messages and the activity stream, for consoles);
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
+//!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
@@ -17,6 +21,7 @@
 //!   retry policies — used by the handlers and by delivery.
 
 pub mod auth;
+pub mod autonomy;
 pub mod chat;
 pub mod console;
 pub mod deliver;
@@ -24,8 +29,10 @@ pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
+pub mod memory;
 pub mod metrics;
 pub mod partner_mood;
+pub mod recalls;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
@@ -66,6 +73,9 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/autonomy/tick", post(autonomy::tick))
+        .route("/memory", get(memory::get))
+        .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,
@@ -79,6 +89,8 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .merge(console::routes())
         .nest("/webhooks", webhooks)
+        // Checks its own token: the header, or `?token=` (browser WebSockets).
+        .route("/api/events", get(autonomy::events))
         .nest("/api", api)
         .with_state(state)
 }

@@ -3,14 +3,12 @@
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::template::unknown_placeholder;
 
-/// A template whose `{{name}}`, `{{display_name}}` and `{{persona}}` are filled per character.
+/// A template whose persona placeholders ([`CharacterConfig::PERSONA_PLACEHOLDERS`]) are
+/// filled per character.
 #[derive(Debug, Clone)]
 pub struct PersonaPrompt {
     template: String,
 }
-
-/// Placeholders a persona template may use.
-const PLACEHOLDERS: [&str; 3] = ["{{name}}", "{{display_name}}", "{{persona}}"];
 
 /// A template that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +18,9 @@ pub struct PromptError(String);
 impl PersonaPrompt {
     /// Checks that the template only uses known placeholders.
     pub fn new(template: String) -> Result<Self, PromptError> {
-        if let Some(placeholder) = unknown_placeholder(&template, &PLACEHOLDERS) {
+        if let Some(placeholder) =
+            unknown_placeholder(&template, &CharacterConfig::PERSONA_PLACEHOLDERS)
+        {
             return Err(PromptError(placeholder.to_owned()));
         }
         Ok(Self { template })
@@ -28,10 +28,7 @@ impl PersonaPrompt {
 
     /// The system prompt for `character`.
     pub fn render(&self, character: &CharacterConfig) -> String {
-        self.template
-            .replace("{{name}}", &character.name)
-            .replace("{{display_name}}", &character.display_name)
-            .replace("{{persona}}", character.persona.trim())
+        character.fill_persona(&self.template)
     }
 }
 
@@ -44,15 +41,21 @@ mod tests {
             name: "kuro".into(),
             display_name: "クロ".into(),
             short_name: None,
-            persona: "calm\n".into(),
+            persona_text: "calm\n".into(),
+            addon_text: "tea".into(),
+            second_person_label: "マスター".into(),
             llm: None,
         }
     }
 
     #[test]
     fn fills_every_placeholder() {
-        let p = PersonaPrompt::new("{{display_name}}/{{name}}: {{persona}}".into()).unwrap();
-        assert_eq!(p.render(&kuro()), "クロ/kuro: calm");
+        let p = PersonaPrompt::new(
+            "{{display_name}}/{{name}}: {{persona_text}} +{{addon_text}} to {{second_person_label}}"
+                .into(),
+        )
+        .unwrap();
+        assert_eq!(p.render(&kuro()), "クロ/kuro: calm +tea to マスター");
     }
 
     #[test]

@@ -8,11 +8,16 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
-use ghost_shared::events::{AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived};
+use ghost_shared::events::{
+    persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
+    UserMessageReceived, RECALL_STEP,
+};
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
+use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::service::{ServiceContext, ServiceError};
@@ -21,11 +26,18 @@ use ghost_shared::turn_stream::TurnStreamMessage;
 
 use crate::capsule::mood_capsule;
 use crate::prompt::PersonaPrompt;
+use crate::recall::Recaller;
 use crate::routing_notes;
 
-/// Step names: the ids of a render's outcome events derive from the request and these.
+/// Step names the outcome ids derived from before a turn had one outcome id
+/// ([`ghost_shared::ids::turn_outcome_id`]): still checked, so a request whose outcome was
+/// stored under them is not rendered again.
 const STEP_REPLIED: &str = "AssistantReplied";
 const STEP_FAILED: &str = "RenderFailed";
+const STEP_PROPOSED: &str = "PersonaProposed";
+
+/// Longest proposal output kept on the event, in characters (the router validates it).
+const MAX_PROPOSAL_CHARS: usize = 2000;
 
 /// Handles `RenderRequested`: one `AssistantReplied` or one `RenderFailed` per request.
 pub struct Renderer {
@@ -34,7 +46,11 @@ pub struct Renderer {
     system_prompt: String,
     /// The instruction asking for the affect trailer, marker filled in.
     trailer_prompt: String,
+    /// The instruction for judging a work result before replying.
+    proposal_prompt: String,
     llm: LlmClient,
+    /// Recall before the reply (`None` when `memory.recall_enabled` is off).
+    recaller: Option<Recaller>,
 }
 
 /// What the model wrote, split at the affect marker.
@@ -72,13 +88,27 @@ impl Renderer {
                 ))
             })?
             .replace("{{marker}}", &settings.affect_marker);
+        let proposal_path = ctx.config.resolve(&settings.proposal_prompt_file);
+        let proposal_prompt = std::fs::read_to_string(&proposal_path).map_err(|e| {
+            ServiceError::Config(format!(
+                "persona.proposal_prompt_file {}: {e}",
+                proposal_path.display()
+            ))
+        })?;
         let llm = match &character.llm {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?.with_role("persona"),
             None => ctx.llm("persona")?,
         };
+        let recaller = if ctx.config.ghost.memory.recall_enabled {
+            Some(Recaller::new(ctx.clone(), &character)?)
+        } else {
+            None
+        };
         Ok(Self {
             system_prompt: prompt.render(&character),
             trailer_prompt,
+            proposal_prompt,
+            recaller,
             character,
             llm,
             ctx,
@@ -134,6 +164,9 @@ impl Renderer {
                 history.push(ChatMessage::user(m.text));
             } else if let Ok(r) = e.decode::<AssistantReplied>() {
                 history.push(ChatMessage::assistant(r.text));
+            } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                // What the persona said on its own is part of the conversation.
+                history.push(ChatMessage::assistant(m.text));
             }
         }
         let skip = history.len().saturating_sub(history_turns);
@@ -144,8 +177,9 @@ impl Renderer {
             mood_capsule(&mood),
             self.trailer_prompt
         );
-        let mut messages = Vec::with_capacity(history_turns + 2);
+        let mut messages = Vec::with_capacity(history_turns + 3);
         messages.push(ChatMessage::system(system));
+        messages.extend(self.recall(request, cause).await.map(ChatMessage::system));
         messages.extend(routing_notes::summary_message(request));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
@@ -161,6 +195,31 @@ impl Renderer {
         }
         messages.push(user);
         Ok(messages)
+    }
+
+    /// What the persona recalls for this request (the memory pack for the prompt), recorded
+    /// as `RecallPerformed` on the persona's stream. Recall never fails a reply.
+    async fn recall(&self, request: &RenderRequested, cause: &RecordedEvent) -> Option<String> {
+        let recaller = self.recaller.as_ref()?;
+        let now = cause.recorded_at.timestamp_micros() as f64 / 1e6;
+        let reply_id = ghost_shared::ids::derive_event_id(cause.event_id, STEP_REPLIED);
+        let recalled = recaller
+            .recall(&self.character, request, reply_id, now)
+            .await;
+        match NewEvent::caused_by(cause, RECALL_STEP, &recalled.event, self.ctx.service) {
+            Ok(event) => {
+                let log = self.ctx.log.clone();
+                let stream = persona_stream(&self.character.name);
+                // Off the reply's path: the record must not hold up the first token.
+                tokio::spawn(async move {
+                    if let Err(e) = log.append(&stream, ExpectedVersion::Any, &[event]).await {
+                        warn!(error = %e, "RecallPerformed not recorded");
+                    }
+                });
+            }
+            Err(e) => warn!(error = %e, "RecallPerformed does not encode"),
+        }
+        recalled.pack
     }
 
     /// The image the user sent with this message, if any (LINE images), read from the
@@ -186,6 +245,37 @@ impl Renderer {
         Ok(Some(ImagePart::from_source(Arc::new(
             media.image(media_id),
         ))))
+    }
+
+    /// Judges the work result before replying: the model's raw proposal (the router
+    /// validates it), or why the call failed. Nothing reaches the user.
+    async fn propose(&self, request: &RenderRequested) -> PersonaProposed {
+        let result = request
+            .work_result
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let messages = [
+            ChatMessage::system(self.proposal_prompt.clone()),
+            ChatMessage::user(format!(
+                "<<<USER_MESSAGE\n{}\nUSER_MESSAGE>>>\n<<<TASK_RESULT\n{result}\nTASK_RESULT>>>",
+                request.user_text
+            )),
+        ];
+        let (raw, call_failed) = match self.llm.chat(&messages).await {
+            Ok(raw) => {
+                let cut: String = raw.chars().take(MAX_PROPOSAL_CHARS).collect();
+                (mask_secrets(&cut).into_owned(), None)
+            }
+            Err(e) => (String::new(), Some(format!("{}: {e}", e.code()))),
+        };
+        PersonaProposed {
+            session_id: request.session_id.clone(),
+            user_event_id: request.user_event_id,
+            render_event_id: Uuid::nil(),
+            raw,
+            call_failed,
+        }
     }
 
     /// The mood to answer in: the mood service's answer, or the calm default when it does
@@ -275,14 +365,43 @@ impl EventHandler for Renderer {
         let turn = request.user_event_id;
         let stream = session_stream(&request.session_id);
 
-        // A redelivery after the outcome was stored: say it again, write nothing.
-        if let Some(done) = self
-            .ctx
-            .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED])
-            .await?
-        {
+        // A redelivery after the outcome was stored (or a turn closed by the watchdog): say
+        // it again, write nothing.
+        let done = match self.ctx.turn_outcome(turn).await? {
+            Some(done) => Some(done),
+            None => {
+                self.ctx
+                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED, STEP_PROPOSED])
+                    .await?
+            }
+        };
+        if let Some(done) = done {
+            if done.is::<PersonaProposed>() {
+                info!(event_id = %done.event_id, "proposal already made; the router decides");
+                return Ok(());
+            }
             info!(event_id = %done.event_id, "render already done; not rendering again");
             self.publish(&turn, &outcome_message(&done)).await;
+            return Ok(());
+        }
+
+        // A finished work result: judge it first; the router decides what follows.
+        if request.may_propose {
+            let proposed = PersonaProposed {
+                render_event_id: event.event_id,
+                ..self.propose(&request).await
+            };
+            info!(
+                call_failed = proposed.call_failed.is_some(),
+                "persona judged the work result"
+            );
+            let e = NewEvent::caused_by(&event, STEP_PROPOSED, &proposed, self.ctx.service)
+                .map_err(HandlerError::permanent)?;
+            self.ctx
+                .log
+                .append(&stream, ExpectedVersion::Any, &[e])
+                .await
+                .map_err(HandlerError::transient)?;
             return Ok(());
         }
 
@@ -315,7 +434,7 @@ impl EventHandler for Renderer {
                     affect: generated.affect,
                     affect_rejected: generated.rejected,
                 };
-                let e = NewEvent::caused_by(&event, STEP_REPLIED, &replied, service)
+                let e = NewEvent::closing_turn(&event, turn, &replied, service)
                     .map_err(HandlerError::permanent)?;
                 let id = e.event_id;
                 (
@@ -339,41 +458,83 @@ impl EventHandler for Renderer {
                     code: failed.code.clone(),
                     message: failed.message.clone(),
                 };
-                let e = NewEvent::caused_by(&event, STEP_FAILED, &failed, service)
+                let e = NewEvent::closing_turn(&event, turn, &failed, service)
                     .map_err(HandlerError::permanent)?;
                 (e, message)
             }
         };
         ghost_shared::fault::point("persona.before_append");
-        self.ctx
+        let stored = self
+            .ctx
             .log
             .append(&stream, ExpectedVersion::Any, &[new_event])
             .await
             .map_err(HandlerError::transient)?;
         ghost_shared::fault::point("persona.after_append");
-        // Counted before the client hears of it, so a scrape after the reply sees it.
-        self.record_turn_end(&request, failure_code).await;
+        // Another handler (or the watchdog) closed the turn first: its outcome stands.
+        let message = match (stored.duplicate, stored.events.first()) {
+            (true, Some(first)) => {
+                info!(event_id = %first.event_id, "turn already closed; this outcome is not stored");
+                outcome_message(first)
+            }
+            _ => message,
+        };
+        if !stored.duplicate {
+            // Counted before the client hears of it, so a scrape after the reply sees it.
+            self.record_turn_end(&request, failure_code).await;
+        }
         self.publish(&turn, &message).await;
         Ok(())
+    }
+
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        // Given up on (a handler crashed or hung on every delivery): close the turn now
+        // rather than at the watchdog's limit.
+        let Some(request) = event.and_then(|e| e.decode::<RenderRequested>().ok()) else {
+            return;
+        };
+        let Some(event) = event else { return };
+        let failed = RenderFailed {
+            session_id: request.session_id.clone(),
+            channel: request.channel,
+            user_event_id: request.user_event_id,
+            code: "render_failed".into(),
+            message: ghost_shared::masking::mask_secrets(
+                &reason.chars().take(200).collect::<String>(),
+            )
+            .into_owned(),
+        };
+        let Ok(e) = NewEvent::closing_turn(event, request.user_event_id, &failed, self.ctx.service)
+        else {
+            return;
+        };
+        let stream = session_stream(&request.session_id);
+        match self
+            .ctx
+            .log
+            .append(&stream, ExpectedVersion::Any, &[e])
+            .await
+        {
+            Ok(stored) => {
+                if let Some(m) = stored
+                    .events
+                    .first()
+                    .and_then(TurnStreamMessage::of_outcome)
+                {
+                    self.publish(&request.user_event_id, &m).await;
+                }
+            }
+            Err(err) => {
+                warn!(error = %err, "cannot close the dead-lettered turn; the watchdog will")
+            }
+        }
     }
 }
 
 /// The stream message announcing a stored outcome.
 fn outcome_message(event: &RecordedEvent) -> TurnStreamMessage {
-    if let Ok(r) = event.decode::<AssistantReplied>() {
-        return TurnStreamMessage::Done {
-            event_id: event.event_id,
-            reply_text: r.text,
-        };
-    }
-    match event.decode::<RenderFailed>() {
-        Ok(f) => TurnStreamMessage::Error {
-            code: f.code,
-            message: f.message,
-        },
-        Err(e) => TurnStreamMessage::Error {
-            code: "internal".into(),
-            message: e.to_string(),
-        },
-    }
+    TurnStreamMessage::of_outcome(event).unwrap_or_else(|| TurnStreamMessage::Error {
+        code: "internal".into(),
+        message: format!("{} does not end a turn", event.event_type),
+    })
 }

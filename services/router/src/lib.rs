@@ -6,18 +6,22 @@
 //! - [`flow`]: the event handlers wiring them to NATS and Postgres — a user message
 //!   ([`flow::intake`]), the classifier's or Kuro's reply, and each worker result
 //!   ([`flow::loops`]);
-//! - [`projections`]: session state, the routing log and ANALYZE results.
+//! - [`projections`]: session state, the routing log and ANALYZE results;
+//! - [`watchdog`]: closes turns nobody answered in time (`TurnTimedOut`).
 
 pub mod flow;
 pub mod projections;
 pub mod routing;
+pub mod watchdog;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
 use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{ClassifierReplied, UserMessageReceived, WorkerCompleted, WorkerFailed};
+use ghost_shared::events::{
+    ClassifierReplied, PersonaProposed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+};
 use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
@@ -63,6 +67,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ClassifierReplied::EVENT_TYPE,
         WorkerCompleted::EVENT_TYPE,
         WorkerFailed::EVENT_TYPE,
+        PersonaProposed::EVENT_TYPE,
     ] {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
@@ -70,6 +75,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             router.clone(),
         ));
     }
+    handle.spawn(watchdog::run(ctx.clone()));
     Ok(handle)
 }
 

@@ -38,10 +38,7 @@ impl Classifier {
             .get(&ctx.config.ghost.persona.character)
             .cloned()
             .ok_or_else(|| ServiceError::Config("persona.character not found".into()))?;
-        let kuro_prompt = prompt(&ctx, "prompts/kuro_delegation.md")?
-            .replace("{{display_name}}", &character.display_name)
-            .replace("{{name}}", &character.name)
-            .replace("{{persona}}", character.persona.trim());
+        let kuro_prompt = character.fill_persona(&prompt(&ctx, "prompts/kuro_delegation.md")?);
         Ok(Self {
             classifier_prompt: prompt(&ctx, "prompts/classifier.md")?,
             kuro_prompt,

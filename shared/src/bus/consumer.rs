@@ -11,7 +11,7 @@ use async_nats::jetstream::{
 };
 use async_nats::HeaderMap;
 use futures::StreamExt;
-use tracing::{error, info_span, warn, Instrument};
+use tracing::{error, info, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{Bus, BusError};
@@ -106,7 +106,20 @@ pub async fn run_consumer(
         .map_err(|e| BusError::JetStream(e.to_string()))?;
     let concurrency = bus.config().concurrency.max(1);
     crate::metrics::register_consumer(&spec.durable);
+    // A message whose handler never finishes (it crashes the process, or hangs past every
+    // ack wait) runs out of deliveries without a handler ever seeing its last one: the
+    // server then announces it on the max-deliveries advisory, and one instance (queue
+    // group per consumer) parks it and closes what it opened.
+    let advisories = tokio::spawn(watch_max_deliveries(
+        bus.clone(),
+        spec.clone(),
+        handler.clone(),
+    ));
+    let _stop_advisories = AbortOnDrop(advisories);
     loop {
+        if crate::shutdown::is_requested() {
+            return Ok(());
+        }
         let messages = match consumer.messages().await {
             Ok(m) => m,
             Err(e) => {
@@ -115,7 +128,10 @@ pub async fn run_consumer(
                 continue;
             }
         };
+        // On a stop request the stream ends (no more pulls) and the handlers in flight
+        // finish (or are handed back after the grace period) before this returns.
         messages
+            .take_until(crate::shutdown::requested())
             .for_each_concurrent(concurrency, |message| {
                 let bus = &bus;
                 let spec = &spec;
@@ -130,6 +146,10 @@ pub async fn run_consumer(
                 }
             })
             .await;
+        if crate::shutdown::is_requested() {
+            info!(consumer = %spec.durable, "stopped pulling; nothing left in flight");
+            return Ok(());
+        }
         // The message stream ended (connection trouble): pull again.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -142,6 +162,7 @@ async fn process(
     message: jetstream::Message,
     ack_wait: Duration,
 ) {
+    let _in_flight = crate::shutdown::InFlight::start();
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
     crate::metrics::consumer_delivery(&spec.durable, delivered);
     let started = std::time::Instant::now();
@@ -170,10 +191,35 @@ async fn process(
         // Keep the message ours while the handler works (an LLM call can take a minute).
         let mut ticker = tokio::time::interval(ack_wait / 3);
         ticker.tick().await;
+        let grace = Duration::from_secs(bus.config().shutdown_grace_secs);
+        let grace_over = async {
+            crate::shutdown::requested().await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::pin!(grace_over);
         loop {
             tokio::select! {
                 r = &mut work => break r,
-                _ = ticker.tick() => { let _ = message.ack_with(AckKind::Progress).await; }
+                _ = &mut grace_over => {
+                    // Stopping, and the handler did not finish in time: hand the message
+                    // back at once (its step ids make the other instance's run safe).
+                    // On its final delivery a NAK would drop it: leave it to the ack wait
+                    // and the max-deliveries advisory instead.
+                    if delivered < bus.config().max_deliver {
+                        warn!(delivered, "stopping: handing an unfinished message back");
+                        if let Err(e) = message.ack_with(AckKind::Nak(None)).await {
+                            warn!(error = %e, "could not hand the message back; it returns after the ack wait");
+                        }
+                    }
+                    return;
+                }
+                _ = ticker.tick() => {
+                    if let Err(e) = message.ack_with(AckKind::Progress).await {
+                        // The server may redeliver to another instance while this one works;
+                        // the step's derived ids keep that harmless, but it should be seen.
+                        warn!(error = %e, delivered, "progress ack failed; the message may be redelivered");
+                    }
+                }
             }
         }
     };
@@ -236,7 +282,8 @@ async fn dead_letter(
         Ok(ack) => ack.await.is_ok(),
         Err(_) => false,
     };
-    if !published {
+    let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+    if !published && delivered < bus.config().max_deliver {
         // Not parked anywhere yet: let the server deliver it again rather than lose it.
         let _ = message
             .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
@@ -244,6 +291,112 @@ async fn dead_letter(
         return;
     }
     crate::metrics::consumer_dead_letter(&spec.durable);
+    if !published {
+        // The final delivery: a NAK would only drop it silently. Close what it opened and
+        // say so; the original stays in the event stream (and the store) for an operator.
+        error!(consumer = %spec.durable, %reason, "cannot park the message on its final delivery");
+    }
     handler.on_dead_letter(event, reason).await;
     let _ = message.ack_with(AckKind::Term).await;
+}
+
+/// Aborts a task when dropped (the advisory watcher lives as long as its consumer).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The body of a JetStream max-deliveries advisory (the fields used).
+#[derive(Debug, serde::Deserialize)]
+struct MaxDeliveriesAdvisory {
+    stream_seq: u64,
+    deliveries: i64,
+}
+
+/// `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`.
+pub(crate) fn max_deliveries_subject(stream: &str, durable: &str) -> String {
+    format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{durable}")
+}
+
+/// Listens for the consumer's max-deliveries advisories (one instance per advisory) and
+/// dead-letters each message named there. Runs until aborted.
+async fn watch_max_deliveries(bus: Bus, spec: ConsumerSpec, handler: Arc<dyn EventHandler>) {
+    let subject = max_deliveries_subject(&bus.config().stream_name, &spec.durable);
+    loop {
+        let mut advisories = match bus
+            .client()
+            .queue_subscribe(subject.clone(), spec.durable.clone())
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(consumer = %spec.durable, error = %e, "cannot watch max-deliveries advisories; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(advisory) = advisories.next().await {
+            match serde_json::from_slice::<MaxDeliveriesAdvisory>(&advisory.payload) {
+                Ok(a) => dead_letter_exhausted(&bus, &spec, handler.as_ref(), a).await,
+                Err(e) => {
+                    warn!(consumer = %spec.durable, error = %e, "unreadable max-deliveries advisory")
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Parks the message a max-deliveries advisory names and tells the handler.
+async fn dead_letter_exhausted(
+    bus: &Bus,
+    spec: &ConsumerSpec,
+    handler: &dyn EventHandler,
+    advisory: MaxDeliveriesAdvisory,
+) {
+    let reason = format!(
+        "no handler finished it in {} deliveries (crash or hang)",
+        advisory.deliveries
+    );
+    let stream = match bus.jetstream().get_stream(&bus.config().stream_name).await {
+        Ok(s) => s,
+        Err(e) => {
+            error!(consumer = %spec.durable, error = %e, seq = advisory.stream_seq, "cannot read the exhausted message");
+            return;
+        }
+    };
+    let raw = match stream.get_raw_message(advisory.stream_seq).await {
+        Ok(m) => m,
+        Err(e) => {
+            // Expired from the stream (limits): the store keeps the event, the watchdog the turn.
+            error!(consumer = %spec.durable, error = %e, seq = advisory.stream_seq, "exhausted message is gone from the stream");
+            return;
+        }
+    };
+    let event: Option<RecordedEvent> = serde_json::from_slice(&raw.payload).ok();
+    error!(consumer = %spec.durable, %reason, seq = advisory.stream_seq, "dead-lettering exhausted message");
+    let mut headers = HeaderMap::new();
+    headers.insert("Ghost-Dead-Letter-Reason", reason.as_str());
+    headers.insert("Ghost-Original-Subject", raw.subject.as_str());
+    if let Some(event) = &event {
+        headers.insert(
+            async_nats::header::NATS_MESSAGE_ID,
+            format!("{}:{}", spec.durable, event.event_id).as_str(),
+        );
+    }
+    let published = match bus
+        .jetstream()
+        .publish_with_headers(bus.dead_letter_subject(&spec.durable), headers, raw.payload)
+        .await
+    {
+        Ok(ack) => ack.await.is_ok(),
+        Err(_) => false,
+    };
+    if !published {
+        error!(consumer = %spec.durable, seq = advisory.stream_seq, "cannot park the exhausted message");
+    }
+    handler.on_dead_letter(event.as_ref(), &reason).await;
 }

@@ -54,6 +54,9 @@ pub struct BusConfig {
     /// Bytes each stream (events, dead letters) may hold; the oldest messages are
     /// discarded beyond it.
     pub max_bytes: i64,
+    /// Seconds the messages in flight get to finish after a stop is requested (SIGTERM);
+    /// what is still running then is handed back to the server for another instance.
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for BusConfig {
@@ -69,6 +72,7 @@ impl Default for BusConfig {
             concurrency: 64,
             max_age_secs: 7 * 24 * 3600,
             max_bytes: 1024 * 1024 * 1024,
+            shutdown_grace_secs: 20,
         }
     }
 }

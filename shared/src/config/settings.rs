@@ -43,6 +43,12 @@ pub struct GhostSettings {
     pub mood: MoodSettings,
     /// The embedded model server.
     pub model: super::model::ModelSettings,
+    /// Web search and page fetching (limits, search endpoint).
+    pub web: super::web::WebSettings,
+    /// Autonomy: deliberation schedule, message conversation, prompts, the CLI agent.
+    pub autonomy: super::autonomy::AutonomySettings,
+    /// Long-term memory: the write plan and recall.
+    pub memory: super::memory::MemorySettings,
 }
 
 /// `mood:`.
@@ -171,6 +177,8 @@ pub struct PersonaSettings {
     pub affect_marker: String,
     /// The instruction asking for the affect trailer (relative to the repository root).
     pub affect_prompt_file: PathBuf,
+    /// The instruction for judging a work result before replying (seed 002 proposals).
+    pub proposal_prompt_file: PathBuf,
 }
 
 impl Default for PersonaSettings {
@@ -181,6 +189,7 @@ impl Default for PersonaSettings {
             history_turns: 12,
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
+            proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),
         }
     }
 }
@@ -217,9 +226,15 @@ pub struct CharacterConfig {
     /// Short name.
     #[serde(default)]
     pub short_name: Option<String>,
-    /// Who the character is: goes into its system prompt.
+    /// Who the character is, in its own words: every prompt that speaks as or for the
+    /// character starts from it. Required and non-empty (there is no persona-less fallback).
+    pub persona_text: String,
+    /// What the character cares about beyond its persona (seed 001: the interest axis of the
+    /// write plan and of recall); may be empty.
     #[serde(default)]
-    pub persona: String,
+    pub addon_text: String,
+    /// What the character calls the user (seed 001 `second_person_label`). Required.
+    pub second_person_label: String,
     /// The character's own model; the `persona` role when absent.
     #[serde(default)]
     pub llm: Option<LlmRoleConfig>,
@@ -390,6 +405,9 @@ impl GhostSettings {
         }
         self.stage.validate()?;
         self.model.validate()?;
+        self.web.validate()?;
+        self.autonomy.validate()?;
+        self.memory.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",
@@ -439,6 +457,27 @@ fn validate_llm(key: &str, llm: &LlmRoleConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
+impl CharacterConfig {
+    /// The persona placeholders every prompt speaking as or for a character may use.
+    pub const PERSONA_PLACEHOLDERS: [&'static str; 5] = [
+        "{{name}}",
+        "{{display_name}}",
+        "{{persona_text}}",
+        "{{addon_text}}",
+        "{{second_person_label}}",
+    ];
+
+    /// `template` with the [`Self::PERSONA_PLACEHOLDERS`] filled from this character.
+    pub fn fill_persona(&self, template: &str) -> String {
+        template
+            .replace("{{name}}", &self.name)
+            .replace("{{display_name}}", &self.display_name)
+            .replace("{{persona_text}}", self.persona_text.trim())
+            .replace("{{addon_text}}", self.addon_text.trim())
+            .replace("{{second_person_label}}", self.second_person_label.trim())
+    }
+}
+
 impl CharacterSettings {
     /// Ids unique and non-empty; the persona's character exists.
     pub fn validate(&self, ghost: &GhostSettings) -> Result<(), ConfigError> {
@@ -454,6 +493,18 @@ impl CharacterSettings {
                 return Err(ConfigError::invalid(
                     format!("characters[{i}].name"),
                     format!("duplicate id {}", c.name),
+                ));
+            }
+            if c.persona_text.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("characters[{i}].persona_text"),
+                    "must not be empty: every character needs a persona",
+                ));
+            }
+            if c.second_person_label.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    format!("characters[{i}].second_person_label"),
+                    "must not be empty: what the character calls the user",
                 ));
             }
             if let Some(llm) = &c.llm {
@@ -494,6 +545,12 @@ pub struct RoutingSettings {
     pub recent_turns: usize,
     /// How many earlier ANALYZE results of the session an ANALYZE task is given.
     pub analyze_context: usize,
+    /// A turn nobody closed within this many seconds of its message is closed by the turn
+    /// watchdog with a `TurnTimedOut` notice. Keep it below `gateway.turn_timeout_secs`, so
+    /// an HTTP client still waiting gets the notice.
+    pub turn_timeout_secs: u64,
+    /// How often the turn watchdog looks for overdue turns, in milliseconds.
+    pub watchdog_interval_ms: u64,
 }
 
 impl Default for RoutingSettings {
@@ -507,6 +564,8 @@ impl Default for RoutingSettings {
             summarize_after_turns: 20,
             recent_turns: 6,
             analyze_context: 3,
+            turn_timeout_secs: 170,
+            watchdog_interval_ms: 1000,
         }
     }
 }
@@ -532,6 +591,8 @@ impl RoutingSettings {
             "routing.summarize_after_turns",
             self.summarize_after_turns.into(),
         )?;
+        positive("routing.turn_timeout_secs", self.turn_timeout_secs)?;
+        positive("routing.watchdog_interval_ms", self.watchdog_interval_ms)?;
         Ok(())
     }
 

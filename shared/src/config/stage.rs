@@ -33,6 +33,9 @@ pub struct StageSettings {
     pub prompt_file: PathBuf,
     /// How many earlier lines of the stage each prompt includes.
     pub history_lines: usize,
+    /// How many earlier runs' memories (what `persist_memory` saved) each prompt includes,
+    /// newest last (0 = none).
+    pub memory_runs: usize,
 }
 
 impl Default for StageSettings {
@@ -61,6 +64,7 @@ impl Default for StageSettings {
             .collect(),
             prompt_file: PathBuf::from("prompts/stage.md"),
             history_lines: 12,
+            memory_runs: 3,
         }
     }
 }
@@ -142,7 +146,7 @@ mod tests {
     const GHOST: &str =
         "llm:\n  persona:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: m\n";
     const CHARACTERS: &str =
-        "characters:\n  - name: a\n    display_name: A\n  - name: b\n    display_name: B\n";
+        "characters:\n  - {name: a, display_name: A, persona_text: p, second_person_label: you}\n  - {name: b, display_name: B, persona_text: q, second_person_label: you}\n";
 
     fn load(stage: &str, vars: &[(&str, &str)]) -> Result<Config, super::ConfigError> {
         let vars: Vec<(String, String)> = vars

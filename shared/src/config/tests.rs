@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::*;
 
-const CHARACTERS: &str = "characters:\n  - name: kuro\n    display_name: クロ\n";
+const CHARACTERS: &str = "characters:\n  - name: kuro\n    display_name: クロ\n    persona_text: calm\n    second_person_label: マスター\n";
 const GHOST: &str =
     "llm:\n  persona:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: m\n";
 
@@ -95,6 +95,16 @@ fn out_of_range_values_name_the_key() {
         ),
         ("GHOST_MOOD__MAX_OVERRIDES", "0", "mood.max_overrides"),
         ("GHOST_MEDIA__MAX_IMAGE_BYTES", "0", "media.max_image_bytes"),
+        ("GHOST_WEB__SEARCH_URL", "searx:8888", "web.search_url"),
+        ("GHOST_WEB__TIMEOUT_MS", "0", "web.timeout_ms"),
+        ("GHOST_WEB__MAX_PAGE_BYTES", "0", "web.max_page_bytes"),
+        ("GHOST_WEB__MAX_RESULTS", "0", "web.max_results"),
+        ("GHOST_AUTONOMY__SESSION_ID", " ", "autonomy.session_id"),
+        (
+            "GHOST_AUTONOMY__RECENT_EVENTS",
+            "0",
+            "autonomy.recent_events",
+        ),
     ];
     for (var, value, key) in cases {
         let err = load(GHOST, &[(var, value)]).unwrap_err().to_string();
@@ -200,4 +210,47 @@ fn the_embedded_model_section_is_checked_and_overridable() {
     }
     let err = load(&format!("{GHOST}model:\n  thread: 2\n"), &[]).unwrap_err();
     assert!(err.to_string().contains("thread"), "{err}");
+}
+
+fn load_characters(characters: &str) -> Result<Config, ConfigError> {
+    Config::from_strings(
+        &format!("{GHOST}persona:\n  character: kuro\n"),
+        characters,
+        &[],
+        PathBuf::from("."),
+    )
+}
+
+#[test]
+fn the_persona_is_three_variables_per_character() {
+    let c = load_characters(
+        "characters:\n  - name: kuro\n    display_name: クロ\n    persona_text: calm\n    addon_text: books\n    second_person_label: マスター\n",
+    )
+    .unwrap();
+    let kuro = c.characters.get("kuro").unwrap();
+    assert_eq!(
+        kuro.fill_persona("{{persona_text}}|{{addon_text}}|{{second_person_label}}"),
+        "calm|books|マスター"
+    );
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../config"));
+    let repo = Config::load(&dir, Vec::new()).unwrap();
+    for c in &repo.characters.characters {
+        assert!(!c.persona_text.trim().is_empty(), "{}", c.name);
+        assert!(!c.second_person_label.trim().is_empty(), "{}", c.name);
+    }
+}
+
+#[test]
+fn a_missing_persona_is_a_config_error_naming_the_key() {
+    let err = |yaml: &str| load_characters(yaml).unwrap_err().to_string();
+    let missing =
+        err("characters:\n  - name: kuro\n    display_name: クロ\n    second_person_label: x\n");
+    assert!(missing.contains("persona_text"), "{missing}");
+    let blank = err("characters:\n  - name: kuro\n    display_name: クロ\n    persona_text: \"  \"\n    second_person_label: x\n");
+    assert!(blank.contains("characters[0].persona_text"), "{blank}");
+    let no_label =
+        err("characters:\n  - name: kuro\n    display_name: クロ\n    persona_text: calm\n");
+    assert!(no_label.contains("second_person_label"), "{no_label}");
+    let old_key = err("characters:\n  - name: kuro\n    display_name: クロ\n    persona: calm\n    second_person_label: x\n");
+    assert!(old_key.contains("persona"), "{old_key}");
 }

@@ -1,5 +1,9 @@
-//! Read models that more than one service reads.
+//! Read models that more than one service reads: `assistant_text` (the conversation) and
+//! `memory` (states, preferences, interest state; written by the write-plan service, read
+//! by the persona's recall and autonomy).
 
 mod assistant_text;
+mod memory;
 
 pub use assistant_text::{AssistantTextProjection, ConversationTurn};
+pub use memory::{MemoryProjection, MEMORY_TABLES};

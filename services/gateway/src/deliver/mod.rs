@@ -1,5 +1,7 @@
-//! Reply delivery: a consumer of `AssistantReplied` and `RenderFailed` that sends LINE and
-//! Slack replies, each at most once, and records `ReplyDelivered` or `ReplyFailed`.
+//! Reply delivery: a consumer of `AssistantReplied`, `RenderFailed` and `TurnTimedOut` (the
+//! three share one id per turn, so a turn has at most one of them) that sends LINE and
+//! Slack replies, each at most once, and records `ReplyDelivered` or `ReplyFailed` (which
+//! share one id per reply).
 //!
 //! Idempotency, from cheapest to most careful:
 //! - the outcome events' ids derive from the reply event, and an existing outcome means done;
@@ -22,12 +24,16 @@ use ghost_shared::config::Secret;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
-    ReplyTarget, UserMessageReceived,
+    ReplyTarget, TurnTimedOut, UserMessageReceived,
 };
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 
-/// Step names the outcome ids derive from.
+/// The step the delivery outcome's id derives from: `ReplyDelivered` and `ReplyFailed` of
+/// one reply share it, so two handlers of the reply never store both.
+const STEP_OUTCOME: &str = "delivery";
+/// The steps the two outcomes' ids derived from before (still checked, so an old outcome
+/// still means done).
 const STEP_DELIVERED: &str = "ReplyDelivered";
 const STEP_FAILED: &str = "ReplyFailed";
 const STEP_ATTEMPTED: &str = "ReplyAttempted";
@@ -95,6 +101,14 @@ impl Deliverer {
                 text: r.text,
             }));
         }
+        if let Ok(t) = event.decode::<TurnTimedOut>() {
+            return Ok(Some(Reply {
+                session_id: t.session_id,
+                channel: t.channel,
+                user_event_id: t.user_event_id,
+                text: t.notice,
+            }));
+        }
         let f: RenderFailed = event.decode().map_err(HandlerError::permanent)?;
         let text = match f.channel {
             Channel::Line => self.ctx.config.ghost.line.failure_reply.clone(),
@@ -145,7 +159,7 @@ impl EventHandler for Deliverer {
         }
         if self
             .ctx
-            .outcome_stored(&event, &[STEP_DELIVERED, STEP_FAILED])
+            .outcome_stored(&event, &[STEP_OUTCOME, STEP_DELIVERED, STEP_FAILED])
             .await?
         {
             info!(reply = %event.event_id, "reply already delivered or given up; nothing to do");
@@ -206,7 +220,7 @@ impl Deliverer {
                 info!(reply = %cause.event_id, ?calls, "reply delivered");
                 NewEvent::caused_by(
                     cause,
-                    STEP_DELIVERED,
+                    STEP_OUTCOME,
                     &ReplyDelivered {
                         session_id: reply.session_id.clone(),
                         channel: reply.channel,
@@ -221,7 +235,7 @@ impl Deliverer {
                 warn!(reply = %cause.event_id, code, %message, "reply not delivered");
                 NewEvent::caused_by(
                     cause,
-                    STEP_FAILED,
+                    STEP_OUTCOME,
                     &ReplyFailed {
                         session_id: reply.session_id.clone(),
                         channel: reply.channel,
@@ -252,7 +266,11 @@ impl Deliverer {
 /// Starts the two delivery consumers.
 pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> Result<(), reqwest::Error> {
     let deliverer = Arc::new(Deliverer::new(ctx.clone())?);
-    for event_type in [AssistantReplied::EVENT_TYPE, RenderFailed::EVENT_TYPE] {
+    for event_type in [
+        AssistantReplied::EVENT_TYPE,
+        RenderFailed::EVENT_TYPE,
+        TurnTimedOut::EVENT_TYPE,
+    ] {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
             ConsumerSpec::new(ctx.service, event_type),

@@ -62,11 +62,18 @@ pub async fn webhook(
             }
         }
     }
+    // One conversation's events are appended one after another, in the webhook's order (its
+    // stream order is the order every service reads it in); conversations in parallel.
     let log = &state.ctx.log;
-    let appends = records.iter().map(|(stream, event)| async move {
-        log.append(stream, ExpectedVersion::Any, std::slice::from_ref(event))
-            .await
-    });
+    let appends = by_stream(records)
+        .into_iter()
+        .map(|(stream, events)| async move {
+            for event in events {
+                log.append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
+                    .await?;
+            }
+            Ok::<(), ghost_shared::event_log::EventLogError>(())
+        });
     for outcome in futures::future::join_all(appends).await {
         // LINE redelivers on a non-2xx answer (when redelivery is on), and the ids make that safe.
         let outcome = outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
@@ -82,6 +89,19 @@ pub async fn webhook(
         }
     }
     Ok(StatusCode::OK)
+}
+
+/// Groups records by stream, keeping the order of first appearance and, within a stream,
+/// the order of the records.
+fn by_stream(records: Vec<(String, NewEvent)>) -> Vec<(String, Vec<NewEvent>)> {
+    let mut groups: Vec<(String, Vec<NewEvent>)> = Vec::new();
+    for (stream, event) in records {
+        match groups.iter_mut().find(|(s, _)| *s == stream) {
+            Some((_, events)) => events.push(event),
+            None => groups.push((stream, vec![event])),
+        }
+    }
+    groups
 }
 
 /// The stream and event recording one turn: the message itself, or, for an image, the intent

@@ -6,13 +6,8 @@ use ghost_shared::template::unknown_placeholder;
 
 use crate::next_speaker::SpeakerRegistry;
 
-/// The placeholders a stage template may use.
-const PLACEHOLDERS: [&str; 4] = [
-    "{{name}}",
-    "{{display_name}}",
-    "{{persona}}",
-    "{other_characters}",
-];
+/// The placeholder listing the other characters on stage (besides the persona ones).
+const OTHERS: &str = "{other_characters}";
 
 /// A template that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +29,12 @@ pub struct StagePrompt {
 impl StagePrompt {
     /// Checks the template's placeholders.
     pub fn new(template: String) -> Result<Self, StagePromptError> {
-        if let Some(placeholder) = unknown_placeholder(&template, &PLACEHOLDERS) {
+        let mut known = CharacterConfig::PERSONA_PLACEHOLDERS.to_vec();
+        known.push(OTHERS);
+        if let Some(placeholder) = unknown_placeholder(&template, &known) {
             return Err(StagePromptError::UnknownPlaceholder(placeholder.to_owned()));
         }
-        if !template.contains("{other_characters}") {
+        if !template.contains(OTHERS) {
             return Err(StagePromptError::MissingOthers);
         }
         Ok(Self { template })
@@ -55,11 +52,9 @@ impl StagePrompt {
                 }
             })
             .collect();
-        self.template
-            .replace("{{name}}", &character.name)
-            .replace("{{display_name}}", &character.display_name)
-            .replace("{{persona}}", character.persona.trim())
-            .replace("{other_characters}", &others.join(", "))
+        character
+            .fill_persona(&self.template)
+            .replace(OTHERS, &others.join(", "))
     }
 }
 
@@ -74,7 +69,9 @@ mod tests {
             name: "LUMINA".into(),
             display_name: "ルミナ".into(),
             short_name: Some("る".into()),
-            persona: String::new(),
+            persona_text: "bright".into(),
+            addon_text: String::new(),
+            second_person_label: "you".into(),
             llm: None,
         };
         assert_eq!(

@@ -5,13 +5,15 @@
 
 pub mod intake;
 pub mod loops;
+pub mod proposal;
 pub mod task;
 pub mod turn;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    ClassifierReplied, RenderFailed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+    ClassifierReplied, PersonaProposed, RenderFailed, UserMessageReceived, WorkerCompleted,
+    WorkerFailed,
 };
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -26,6 +28,9 @@ pub(crate) const STEP_NEXT: &str = "next";
 pub(crate) const STEP_CLASSIFY: &str = "classify";
 pub(crate) const STEP_LOOP: &str = "loop";
 pub(crate) const STEP_SUMMARIZE: &str = "summarize";
+
+/// How many times the dead-letter path tries to store the turn's failure.
+const DEAD_LETTER_APPEND_ATTEMPTS: u32 = 8;
 
 /// The router's handler for user messages, classifier replies and worker results.
 pub struct Router {
@@ -71,6 +76,7 @@ impl EventHandler for Router {
             WorkerCompleted::EVENT_TYPE | WorkerFailed::EVENT_TYPE => {
                 self.on_worker_outcome(&event).await
             }
+            PersonaProposed::EVENT_TYPE => self.on_persona_proposal(&event).await,
             other => Err(HandlerError::permanent(format!(
                 "router does not handle {other}"
             ))),
@@ -103,8 +109,25 @@ impl EventHandler for Router {
             )
             .into_owned(),
         };
-        if let Ok(e) = NewEvent::caused_by(event, "render-failed", &failed, self.ctx.service) {
-            let _ = self.append(&message.session_id, &[e]).await;
+        let Ok(e) = NewEvent::closing_turn(event, user_event_id, &failed, self.ctx.service) else {
+            return;
+        };
+        // The turn's only way out from here: retry the append (a store hiccup must not strand
+        // it), a bounded number of times; the turn watchdog closes it if even that fails.
+        let mut delay = std::time::Duration::from_millis(100);
+        for attempt in 1..=DEAD_LETTER_APPEND_ATTEMPTS {
+            match self
+                .append(&message.session_id, std::slice::from_ref(&e))
+                .await
+            {
+                Ok(()) => return,
+                Err(err) => {
+                    tracing::warn!(attempt, error = %err, "cannot close the dead-lettered turn; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                }
+            }
         }
+        tracing::error!(%user_event_id, "could not close the dead-lettered turn; the watchdog will");
     }
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Router;
 use crate::projections::RoutingSessions;
-use crate::routing::SessionRouting;
+use crate::routing::{parse_commands, Command, SessionRouting};
 
 /// One user message and the session state before it.
 pub(crate) struct Turn {
@@ -59,46 +59,86 @@ impl Router {
         self.turn_of(&event).await
     }
 
-    /// The session state after the last routed message before `version`: `local_only` from
-    /// the latest `RouteDecided`, the last primary route from the latest primary one.
+    /// The session state before the message at `version`: `local_only` from the user
+    /// messages before it in the stream (see [`Self::local_only_before`]), the last primary
+    /// route from the latest primary `RouteDecided` (only a declaration depends on it).
     async fn session_before(
         &self,
         stream: &str,
         version: i32,
     ) -> Result<SessionRouting, HandlerError> {
-        let pool = self.ctx.store().pool();
-        let latest = |primary_only: bool| {
-            let sql = format!(
-                "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
-                 AND version < $2 {} ORDER BY version DESC LIMIT 1",
-                RouteDecided::EVENT_TYPE,
-                if primary_only {
-                    "AND COALESCE((payload->>'primary')::boolean, true)"
-                } else {
-                    ""
-                }
-            );
-            async move {
-                sqlx::query(&sql)
-                    .bind(stream)
-                    .bind(version)
-                    .fetch_optional(pool)
-                    .await
-                    .map_err(HandlerError::transient)?
-                    .map(|row| row.try_get::<serde_json::Value, _>(0))
-                    .transpose()
-                    .map_err(HandlerError::transient)?
-                    .map(serde_json::from_value::<RouteDecided>)
-                    .transpose()
-                    .map_err(HandlerError::permanent)
-            }
-        };
-        let last = latest(false).await?;
-        let last_primary = latest(true).await?;
+        let last_primary = sqlx::query(&format!(
+            "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
+             AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
+             ORDER BY version DESC LIMIT 1",
+            RouteDecided::EVENT_TYPE,
+        ))
+        .bind(stream)
+        .bind(version)
+        .fetch_optional(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?
+        .map(|row| row.try_get::<serde_json::Value, _>(0))
+        .transpose()
+        .map_err(HandlerError::transient)?
+        .map(serde_json::from_value::<RouteDecided>)
+        .transpose()
+        .map_err(HandlerError::permanent)?;
         Ok(SessionRouting {
-            local_only: last.is_some_and(|d| d.local_only),
+            local_only: self.local_only_before(stream, version).await?,
             last_primary_route: last_primary.map(|d| d.route),
         })
+    }
+
+    /// The previous primary route decision of the session before this message, if any.
+    pub(crate) async fn previous_decision(
+        &self,
+        turn: &Turn,
+    ) -> Result<Option<RouteDecided>, HandlerError> {
+        let row = sqlx::query_scalar::<_, serde_json::Value>(&format!(
+            "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
+             AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
+             ORDER BY version DESC LIMIT 1",
+            RouteDecided::EVENT_TYPE
+        ))
+        .bind(&turn.event.stream)
+        .bind(turn.event.version)
+        .fetch_optional(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?;
+        row.map(serde_json::from_value::<RouteDecided>)
+            .transpose()
+            .map_err(HandlerError::permanent)
+
+    /// The `local_only` flag in force before the message at `version`: the last `/local` or
+    /// `/cloud` among the user messages before it, in stream (= accepted) order.
+    ///
+    /// Read from the messages themselves, not from earlier `RouteDecided` events: the
+    /// decision of the message before may not be stored yet (another router process, or
+    /// another task of this one, is still routing it), and a paste right after `/local`
+    /// must never reach the cloud. Whatever order the messages are handled in, each sees the
+    /// flag its predecessors set.
+    async fn local_only_before(&self, stream: &str, version: i32) -> Result<bool, HandlerError> {
+        // The SQL filter only narrows; `parse_commands` decides what is a command.
+        let texts: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT payload->>'text' FROM events WHERE stream = $1 AND event_type = '{}' \
+             AND version < $2 AND (payload->>'text' ILIKE '%/local%' \
+             OR payload->>'text' ILIKE '%/cloud%') ORDER BY version DESC",
+            UserMessageReceived::EVENT_TYPE
+        ))
+        .bind(stream)
+        .bind(version)
+        .fetch_all(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?;
+        Ok(texts
+            .iter()
+            .find_map(|text| match parse_commands(text).flag {
+                Some(Command::Local) => Some(true),
+                Some(Command::Cloud) => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false))
     }
 
     /// Every event of this turn so far (same correlation, after the user message).

@@ -1,0 +1,53 @@
+//! `GET /api/memory?persona=ID`: what a persona remembers (issue 12) — its current states,
+//! the user's preferences as it holds them and its interest state, read from the `memory`
+//! projection.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use ghost_shared::memory::Memory;
+use ghost_shared::mood_api::check_persona_id;
+use ghost_shared::projections::MemoryProjection;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::AppState;
+
+/// `?persona=<id>`; the chat persona when absent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParams {
+    persona: Option<String>,
+}
+
+/// The answer.
+#[derive(Debug, Serialize)]
+pub struct MemoryAnswer {
+    /// The persona asked about.
+    pub persona: String,
+    /// Its memory.
+    #[serde(flatten)]
+    pub memory: Memory,
+}
+
+/// `GET /api/memory`.
+pub async fn get(
+    State(state): State<AppState>,
+    Query(params): Query<MemoryParams>,
+) -> Result<Json<MemoryAnswer>, ApiError> {
+    let persona = params
+        .persona
+        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone());
+    check_persona_id(&persona).map_err(|e| ApiError::bad_request("invalid_persona", e))?;
+    if state.ctx.config.characters.get(&persona).is_none() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_persona",
+            format!("no character {persona} in characters.yaml"),
+        ));
+    }
+    let memory = MemoryProjection::load(state.ctx.store().pool(), &persona)
+        .await
+        .map_err(|e| ApiError::internal("memory read failed", e))?;
+    Ok(Json(MemoryAnswer { persona, memory }))
+}

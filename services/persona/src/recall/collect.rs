@@ -1,0 +1,312 @@
+//! Candidate collection (seed 001 B-1): every source queried in parallel, each under its own
+//! timeout (a slow source is skipped and named), then one ranking in which the persona's
+//! topic bias raises a candidate.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sqlx::{PgPool, Row};
+use uuid::Uuid;
+
+use ghost_shared::memory::retrieval::{RetrievalMode, RetrievalPlan};
+
+/// One memory that may be recalled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// `event:<uuid>`, `state:<uuid>` or `preference:<domain>/<subject>/<polarity>`.
+    pub id: String,
+    /// Which source found it (the first, when several did).
+    pub source: &'static str,
+    /// The text the selection and the reply see.
+    pub text: String,
+    /// Rank score (source score plus topic bias).
+    pub score: f64,
+}
+
+/// What collection found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Collected {
+    /// Ranked, at most `max_candidates`.
+    pub candidates: Vec<Candidate>,
+    /// Candidates each source returned (before merging).
+    pub counts: BTreeMap<String, usize>,
+    /// Sources skipped (timed out or failed), with why.
+    pub skipped: BTreeMap<String, String>,
+    /// Milliseconds each source took.
+    pub timings_ms: BTreeMap<String, f64>,
+}
+
+/// How many rows each source returns at most.
+const PER_SOURCE: i64 = 40;
+
+/// Where and for whom to look.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// The persona recalling.
+    pub persona: &'a str,
+    /// The conversation being answered (its own turns are already in the prompt).
+    pub session_id: &'a str,
+    /// The per-source bound.
+    pub source_timeout: Duration,
+    /// Lowest trigram similarity.
+    pub similarity_threshold: f64,
+}
+
+type Rows = Result<Vec<(String, String, f64)>, sqlx::Error>;
+
+/// Runs `query` under `timeout`, recording its count, time or why it was skipped.
+async fn timed(
+    name: &'static str,
+    timeout: Duration,
+    query: impl Future<Output = Rows>,
+) -> (
+    &'static str,
+    Result<Vec<(String, String, f64)>, String>,
+    f64,
+) {
+    let started = Instant::now();
+    let result = match tokio::time::timeout(timeout, query).await {
+        Ok(Ok(rows)) => Ok(rows),
+        Ok(Err(e)) => Err(format!("failed: {e}")),
+        Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+    };
+    (name, result, started.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Collects and ranks the candidates for `plan`.
+pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> Collected {
+    let query = plan.queries.first().map(String::as_str).unwrap_or_default();
+    let t = scope.source_timeout;
+    let (recent_events, trigram_events, trigram_states, recent_states, preferences, about_time) = tokio::join!(
+        timed("recent_events", t, recent_events(pool, scope)),
+        timed("trigram_events", t, trigram_events(pool, scope, query)),
+        timed("trigram_states", t, trigram_states(pool, scope, query)),
+        timed("recent_states", t, recent_states(pool, scope)),
+        timed("preferences", t, preferences(pool, scope)),
+        timed("about_time", t, about_time(pool, scope, plan)),
+    );
+    let mut out = Collected::default();
+    let mut merged: BTreeMap<String, Candidate> = BTreeMap::new();
+    for (name, result, ms) in [
+        recent_events,
+        trigram_events,
+        trigram_states,
+        recent_states,
+        preferences,
+        about_time,
+    ] {
+        out.timings_ms.insert(name.into(), ms);
+        match result {
+            Ok(rows) => {
+                out.counts.insert(name.into(), rows.len());
+                for (id, text, score) in rows {
+                    let entry = merged.entry(id.clone()).or_insert(Candidate {
+                        id,
+                        source: name,
+                        text,
+                        score,
+                    });
+                    entry.score = entry.score.max(score);
+                }
+            }
+            Err(why) => {
+                out.counts.insert(name.into(), 0);
+                out.skipped.insert(name.into(), why);
+            }
+        }
+    }
+    out.candidates = rank(
+        merged.into_values().collect(),
+        &plan.focus.topic_bias,
+        plan.limits.max_candidates,
+    );
+    out
+}
+
+/// Adds the topic bias (earlier terms weigh more) and keeps the best `max`, highest score
+/// first (ties by id, so the order is stable).
+pub fn rank(mut candidates: Vec<Candidate>, topic_bias: &[String], max: usize) -> Vec<Candidate> {
+    let terms: Vec<String> = topic_bias
+        .iter()
+        .map(|t| t.to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    for c in &mut candidates {
+        let text = c.text.to_lowercase();
+        c.score += terms
+            .iter()
+            .enumerate()
+            .filter(|(_, term)| text.contains(term.as_str()))
+            .map(|(i, _)| 0.5 / (i as f64 + 1.0))
+            .sum::<f64>();
+    }
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    candidates.truncate(max);
+    candidates
+}
+
+fn event_row(r: &sqlx::postgres::PgRow, score: f64) -> Result<(String, String, f64), sqlx::Error> {
+    let id: Uuid = r.try_get("event_id")?;
+    let role: String = r.try_get("role")?;
+    let text: String = r.try_get("text")?;
+    let who = if role == "user" {
+        "the user said"
+    } else {
+        "I said"
+    };
+    Ok((format!("event:{id}"), format!("({who}) {text}"), score))
+}
+
+async fn recent_events(pool: &PgPool, scope: Scope<'_>) -> Rows {
+    let rows = sqlx::query(
+        "SELECT event_id, role, text FROM assistant_text WHERE session_id <> $1 \
+         ORDER BY position DESC LIMIT $2",
+    )
+    .bind(scope.session_id)
+    .bind(PER_SOURCE / 2)
+    .fetch_all(pool)
+    .await?;
+    // Newer first: 0.3 for the newest, less for older ones.
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| event_row(r, 0.3 / (1.0 + i as f64 * 0.1)))
+        .collect()
+}
+
+/// Rows of `sql` (binding the query, `scope_value` and the row limit) in a transaction with
+/// the configured trigram threshold, so `%` uses the index at that threshold.
+async fn trigram_rows(
+    pool: &PgPool,
+    threshold: f64,
+    sql: &'static str,
+    query: &str,
+    scope_value: &str,
+) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)")
+        .bind(threshold.to_string())
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query(sql)
+        .bind(query)
+        .bind(scope_value)
+        .bind(PER_SOURCE)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+/// Utterances of other sessions similar to the message.
+async fn trigram_events(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
+    if query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = trigram_rows(
+        pool,
+        scope.similarity_threshold,
+        "SELECT event_id, role, text, similarity(text, $1)::float8 AS s FROM assistant_text \
+         WHERE text % $1 AND session_id <> $2 ORDER BY s DESC, position DESC LIMIT $3",
+        query,
+        scope.session_id,
+    )
+    .await?;
+    rows.iter()
+        .map(|r| event_row(r, r.try_get::<f64, _>("s")?))
+        .collect()
+}
+
+fn state_row(r: &sqlx::postgres::PgRow, score: f64) -> Result<(String, String, f64), sqlx::Error> {
+    let id: Uuid = r.try_get("state_id")?;
+    let kind: String = r.try_get("kind")?;
+    let text: String = r.try_get("body_text")?;
+    Ok((format!("state:{id}"), format!("({kind}) {text}"), score))
+}
+
+/// The persona's active states similar to the message.
+async fn trigram_states(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
+    if query.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = trigram_rows(
+        pool,
+        scope.similarity_threshold,
+        "SELECT state_id, kind, body_text, similarity(body_text, $1)::float8 AS s FROM memory_states \
+         WHERE body_text % $1 AND persona = $2 AND status = 'active' \
+         ORDER BY s DESC, position DESC LIMIT $3",
+        query,
+        scope.persona,
+    )
+    .await?;
+    // A matching state outranks a matching utterance of the same similarity.
+    rows.iter()
+        .map(|r| state_row(r, 0.2 + r.try_get::<f64, _>("s")?))
+        .collect()
+}
+
+async fn recent_states(pool: &PgPool, scope: Scope<'_>) -> Rows {
+    let rows = sqlx::query(
+        "SELECT state_id, kind, body_text FROM memory_states WHERE persona = $1 AND status = 'active' \
+         ORDER BY position DESC LIMIT $2",
+    )
+    .bind(scope.persona)
+    .bind(PER_SOURCE / 2)
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| state_row(r, 0.35 / (1.0 + i as f64 * 0.1)))
+        .collect()
+}
+
+async fn preferences(pool: &PgPool, scope: Scope<'_>) -> Rows {
+    let rows = sqlx::query(
+        "SELECT domain, subject, subject_key, polarity, status FROM preferences \
+         WHERE persona = $1 AND status <> 'revoked' ORDER BY position DESC LIMIT $2",
+    )
+    .bind(scope.persona)
+    .bind(PER_SOURCE)
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let (domain, subject, key, polarity, status): (String, String, String, String, String) = (
+                r.try_get("domain")?,
+                r.try_get("subject")?,
+                r.try_get("subject_key")?,
+                r.try_get("polarity")?,
+                r.try_get("status")?,
+            );
+            let score = if status == "confirmed" { 0.4 } else { 0.25 };
+            Ok((
+                format!("preference:{domain}/{key}/{polarity}"),
+                format!("(the user's {domain} preference, {status}) {polarity}: {subject}"),
+                score,
+            ))
+        })
+        .collect()
+}
+
+/// Utterances the write plan annotated with the time the message names.
+async fn about_time(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> Rows {
+    if plan.mode != RetrievalMode::ExplicitAboutTime {
+        return Ok(Vec::new());
+    }
+    let hint = &plan.time_hint;
+    let rows = sqlx::query(
+        "SELECT t.event_id, t.role, t.text FROM memory_event_annotations a \
+         JOIN assistant_text t ON t.event_id = a.source_event_id \
+         WHERE a.persona = $1 AND ((a.about_year_start <= $3 AND a.about_year_end >= $2) \
+         OR (a.life_stage IS NOT NULL AND a.life_stage = $4)) ORDER BY a.position DESC LIMIT $5",
+    )
+    .bind(scope.persona)
+    .bind(hint.about_year_start)
+    .bind(hint.about_year_end)
+    .bind(hint.life_stage_hint.map(|s| s.as_str()))
+    .bind(PER_SOURCE)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|r| event_row(r, 0.9)).collect()
+}

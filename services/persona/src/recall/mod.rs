@@ -1,0 +1,194 @@
+//! Recall before the reply (seed 001 B-1/B-2): a rule-based RetrievalPlan (no model call),
+//! candidates collected in parallel from every source under per-source timeouts, ranked with
+//! the persona's focus, then chosen by the model as this persona (`persona_selection_context`).
+//! The selected memories go into the reply prompt; every recall is a `RecallPerformed` event.
+//!
+//! - [`collect`]: the sources, their timeouts and the ranking;
+//! - [`select`]: the selection's input and the strict reading of its answer.
+
+pub mod collect;
+pub mod select;
+
+use std::time::{Duration, Instant};
+
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use ghost_shared::config::CharacterConfig;
+use ghost_shared::events::{RecallPerformed, RenderRequested};
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::memory::retrieval::{focus_hint, retrieval_plan};
+use ghost_shared::projections::MemoryProjection;
+use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::template::unknown_placeholder;
+
+use collect::{collect, Scope};
+
+/// What one recall gives the reply.
+#[derive(Debug, Clone)]
+pub struct Recalled {
+    /// The system message with the selected memories (none when nothing was selected).
+    pub pack: Option<String>,
+    /// The record of it.
+    pub event: RecallPerformed,
+}
+
+/// Recalls for one persona.
+pub struct Recaller {
+    ctx: ServiceContext,
+    llm: LlmClient,
+    system_prompt: String,
+}
+
+impl Recaller {
+    /// A recaller for `character`, selecting with the worker's model.
+    pub fn new(ctx: ServiceContext, character: &CharacterConfig) -> Result<Self, ServiceError> {
+        let settings = &ctx.config.ghost.memory;
+        let path = ctx.config.resolve(&settings.recall_prompt_file);
+        let template = std::fs::read_to_string(&path).map_err(|e| {
+            ServiceError::Config(format!("memory.recall_prompt_file {}: {e}", path.display()))
+        })?;
+        if let Some(p) = unknown_placeholder(&template, &CharacterConfig::PERSONA_PLACEHOLDERS) {
+            return Err(ServiceError::Config(format!(
+                "memory.recall_prompt_file: unknown placeholder {p}"
+            )));
+        }
+        Ok(Self {
+            llm: ctx.llm("worker")?,
+            system_prompt: character.fill_persona(&template),
+            ctx,
+        })
+    }
+
+    /// Recalls for `request` as `character` at `now` (Unix seconds); the reply will be
+    /// `reply_event_id`. Never fails: what cannot be recalled is left out and recorded.
+    pub async fn recall(
+        &self,
+        character: &CharacterConfig,
+        request: &RenderRequested,
+        reply_event_id: Uuid,
+        now: f64,
+    ) -> Recalled {
+        let settings = &self.ctx.config.ghost.memory;
+        let pool = self.ctx.store().pool();
+        let started = Instant::now();
+        let memory = match MemoryProjection::load(pool, &character.name).await {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(error = %e, "memory unreadable; recalling without the persona's focus");
+                Default::default()
+            }
+        };
+        let plan = retrieval_plan(
+            &request.user_text,
+            settings.recall_limits(),
+            focus_hint(&memory, now, settings.interest_tau_secs),
+        );
+        let scope = Scope {
+            persona: &character.name,
+            session_id: &request.session_id,
+            source_timeout: Duration::from_millis(settings.recall_source_timeout_ms),
+            similarity_threshold: settings.recall_similarity_threshold,
+        };
+        let collected = collect(pool, scope, &plan).await;
+        let mut timings = collected.timings_ms.clone();
+        timings.insert("collection".into(), started.elapsed().as_secs_f64() * 1e3);
+
+        let selection_started = Instant::now();
+        let selected = if collected.candidates.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.select(
+                character,
+                &memory,
+                &request.user_text,
+                &collected.candidates,
+                now,
+            )
+            .await
+        };
+        timings.insert(
+            "selection".into(),
+            selection_started.elapsed().as_secs_f64() * 1e3,
+        );
+        let (selected_ids, selection_error) = match selected {
+            Ok(ids) => (ids, None),
+            Err(why) => {
+                warn!(error = %why, "recall selection unusable; no memories this turn");
+                (Vec::new(), Some(why))
+            }
+        };
+        let selected_texts: Vec<String> = selected_ids
+            .iter()
+            .filter_map(|id| collected.candidates.iter().find(|c| &c.id == id))
+            .map(|c| c.text.clone())
+            .collect();
+        info!(
+            candidates = collected.candidates.len(),
+            selected = selected_ids.len(),
+            "recalled"
+        );
+        let pack = (!selected_texts.is_empty()).then(|| {
+            let lines: Vec<String> = selected_texts.iter().map(|t| format!("- {t}")).collect();
+            format!(
+                "[What you remember now — use it only where it fits, in your own words]\n{}",
+                lines.join("\n")
+            )
+        });
+        Recalled {
+            pack,
+            event: RecallPerformed {
+                persona: character.name.clone(),
+                session_id: request.session_id.clone(),
+                user_event_id: request.user_event_id,
+                reply_event_id,
+                plan: serde_json::to_value(&plan).unwrap_or_default(),
+                candidate_counts: collected.counts,
+                skipped_sources: collected.skipped,
+                candidate_ids: collected.candidates.iter().map(|c| c.id.clone()).collect(),
+                selected_ids,
+                selected_texts,
+                selection_error,
+                timings_ms: timings,
+            },
+        }
+    }
+
+    async fn select(
+        &self,
+        character: &CharacterConfig,
+        memory: &ghost_shared::memory::Memory,
+        user_text: &str,
+        candidates: &[collect::Candidate],
+        now: f64,
+    ) -> Result<Vec<String>, String> {
+        let settings = &self.ctx.config.ghost.memory;
+        let context = select::persona_selection_context(
+            self.ctx.store().pool(),
+            character,
+            memory,
+            now,
+            settings.interest_tau_secs,
+        )
+        .await
+        .map_err(|e| format!("persona selection context: {e}"))?;
+        let input =
+            select::selection_input(user_text, candidates, settings.recall_max_selected, context);
+        let messages = [
+            ChatMessage::system(self.system_prompt.clone()),
+            ChatMessage::user(input.to_string()),
+        ];
+        let timeout = Duration::from_millis(settings.recall_selection_timeout_ms);
+        let answer = match tokio::time::timeout(timeout, self.llm.chat(&messages)).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => return Err(format!("selection model call failed: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "selection model call timed out after {} ms",
+                    timeout.as_millis()
+                ))
+            }
+        };
+        select::parse_selection(&answer, candidates, settings.recall_max_selected)
+    }
+}

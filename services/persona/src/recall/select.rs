@@ -1,0 +1,145 @@
+//! The selection step (seed 001 B-1): the model chooses, as this persona, which candidates
+//! it recalls. Its input carries `persona_selection_context`; output that is not the
+//! expected JSON, or names an id that was not offered, means no memories this turn.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sqlx::{PgPool, Row};
+
+use ghost_shared::config::CharacterConfig;
+use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
+use ghost_shared::memory::{InterestState, Memory};
+
+use super::collect::Candidate;
+
+/// The persona's side of the selection (seed 001 `PersonaSelectionContext`).
+pub async fn persona_selection_context(
+    pool: &PgPool,
+    character: &CharacterConfig,
+    memory: &Memory,
+    now: f64,
+    tau_secs: f64,
+) -> Result<Value, sqlx::Error> {
+    let long_mood = memory
+        .states
+        .iter()
+        .rev()
+        .find(|s| s.kind == StateKind::LongMoodState && s.status == StateStatus::Active)
+        .map(|s| json!({"body_text": s.body_text, "confidence": s.confidence}));
+    let confirmed: Vec<Value> = memory
+        .preferences
+        .iter()
+        .filter(|p| p.status == PreferenceStatus::Confirmed)
+        .map(|p| json!({"domain": p.domain, "subject": p.subject, "polarity": p.polarity}))
+        .collect();
+    let interest = memory.interest.as_ref().map(|i| InterestState {
+        attention_targets: i.decayed_targets(now, tau_secs),
+        ..i.clone()
+    });
+    Ok(json!({
+        "second_person_label": character.second_person_label,
+        "persona_text": character.persona_text,
+        "addon_text": character.addon_text,
+        "long_mood_state": long_mood,
+        "recent_vad_average": recent_vad_average(pool, &character.name).await?,
+        "confirmed_preferences": confirmed,
+        "interest_state": interest,
+    }))
+}
+
+/// The average valence, arousal and dominance of the persona's last 10 annotated moments.
+async fn recent_vad_average(pool: &PgPool, persona: &str) -> Result<Value, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT avg((v->>'v')::float8) AS v, avg((v->>'a')::float8) AS a, avg((v->>'d')::float8) AS d \
+         FROM (SELECT annotation->'event_affect'->'moment_affect_score_vad' AS v \
+               FROM memory_event_annotations WHERE persona = $1 \
+               AND annotation->'event_affect' IS NOT NULL ORDER BY position DESC LIMIT 10) recent",
+    )
+    .bind(persona)
+    .fetch_one(pool)
+    .await?;
+    let get = |c: &str| row.try_get::<Option<f64>, _>(c).map(|v| v.unwrap_or(0.0));
+    Ok(json!({"v": get("v")?, "a": get("a")?, "d": get("d")?}))
+}
+
+/// The selection's user message.
+pub fn selection_input(
+    user_input: &str,
+    candidates: &[Candidate],
+    max_selected: usize,
+    context: Value,
+) -> Value {
+    let offered: Vec<Value> = candidates
+        .iter()
+        .map(|c| json!({"id": c.id, "text": c.text}))
+        .collect();
+    json!({
+        "user_input": user_input,
+        "candidates": offered,
+        "max_selected": max_selected,
+        "persona_selection_context": context,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectionOutput {
+    selected_ids: Vec<String>,
+}
+
+/// The ids the model selected, or why its answer is unusable (nothing is repaired).
+pub fn parse_selection(
+    answer: &str,
+    candidates: &[Candidate],
+    max_selected: usize,
+) -> Result<Vec<String>, String> {
+    let out: SelectionOutput = serde_json::from_str(answer)
+        .map_err(|e| format!("selection is not {{\"selected_ids\": [...]}} JSON: {e}"))?;
+    if out.selected_ids.len() > max_selected {
+        return Err(format!(
+            "selected {} memories, at most {max_selected} allowed",
+            out.selected_ids.len()
+        ));
+    }
+    let offered: HashSet<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+    let mut seen = HashSet::new();
+    for id in &out.selected_ids {
+        if !offered.contains(id.as_str()) {
+            return Err(format!("selected {id:?}, which was not offered"));
+        }
+        if !seen.insert(id.as_str()) {
+            return Err(format!("selected {id:?} twice"));
+        }
+    }
+    Ok(out.selected_ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(id: &str) -> Candidate {
+        Candidate {
+            id: id.into(),
+            source: "recent_events",
+            text: "t".into(),
+            score: 0.1,
+        }
+    }
+
+    #[test]
+    fn only_offered_ids_within_the_limit_pass() {
+        let offered = [c("a"), c("b")];
+        assert_eq!(
+            parse_selection(r#"{"selected_ids": ["b"]}"#, &offered, 2),
+            Ok(vec!["b".into()])
+        );
+        assert!(parse_selection(r#"{"selected_ids": ["z"]}"#, &offered, 2).is_err());
+        assert!(parse_selection(r#"{"selected_ids": ["a", "a"]}"#, &offered, 2).is_err());
+        assert!(parse_selection(r#"{"selected_ids": ["a", "b"]}"#, &offered, 1).is_err());
+        assert!(parse_selection("```json\n{\"selected_ids\": []}\n```", &offered, 2).is_err());
+        assert!(parse_selection(r#"{"selected": []}"#, &offered, 2).is_err());
+    }
+}

@@ -1,0 +1,97 @@
+//! The write plan's input: the turn, the conversation's recent events, the persona's
+//! current memory and the persona itself (its text goes into the system prompt).
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::events::{AssistantReplied, UserMessageReceived};
+use ghost_shared::memory::vocab::{PreferenceStatus, StateStatus};
+use ghost_shared::memory::{InterestState, Memory};
+
+/// The user's part of the turn.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnInput {
+    /// What the user said.
+    pub user_text: String,
+    /// The user's message event.
+    pub user_event_id: Uuid,
+    /// What the persona replied.
+    pub reply_text: String,
+    /// Images of the turn, described (none are described yet: the media ids are listed).
+    pub images: Vec<String>,
+}
+
+/// One earlier event of the conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecentEvent {
+    /// Its id (what evidence and links name).
+    pub event_id: Uuid,
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    /// What was said.
+    pub text: String,
+}
+
+/// The conversation's user and assistant messages among `events`, oldest first, at most
+/// `limit`, before version `before`.
+pub fn recent_events(events: &[RecordedEvent], before: i32, limit: usize) -> Vec<RecentEvent> {
+    let mut out: Vec<RecentEvent> = events
+        .iter()
+        .filter(|e| e.version < before)
+        .filter_map(|e| {
+            if let Ok(m) = e.decode::<UserMessageReceived>() {
+                Some(RecentEvent {
+                    event_id: e.event_id,
+                    role: "user",
+                    text: m.text,
+                })
+            } else if let Ok(r) = e.decode::<AssistantReplied>() {
+                Some(RecentEvent {
+                    event_id: e.event_id,
+                    role: "assistant",
+                    text: r.text,
+                })
+            } else {
+                None
+            }
+        })
+        .collect();
+    let skip = out.len().saturating_sub(limit);
+    out.split_off(skip)
+}
+
+/// The memory part: active states and standing preferences (newest first, at most
+/// `limit` each) and the interest state with its weights decayed to `now`.
+pub fn memory_input(memory: &Memory, now: f64, tau_secs: f64, limit: usize) -> Value {
+    let states: Vec<&_> = memory
+        .states
+        .iter()
+        .rev()
+        .filter(|s| s.status == StateStatus::Active)
+        .take(limit)
+        .collect();
+    let preferences: Vec<&_> = memory
+        .preferences
+        .iter()
+        .rev()
+        .filter(|p| p.status != PreferenceStatus::Revoked)
+        .take(limit)
+        .collect();
+    let interest = memory.interest.as_ref().map(|i| InterestState {
+        attention_targets: i.decayed_targets(now, tau_secs),
+        ..i.clone()
+    });
+    json!({"states": states, "preferences": preferences, "interest": interest})
+}
+
+/// The whole user message of the model call.
+pub fn plan_input(current: Uuid, turn: &TurnInput, recent: &[RecentEvent], memory: Value) -> Value {
+    json!({
+        "current_event_id": current,
+        "turn": turn,
+        "recent_events": recent,
+        "memory": memory,
+    })
+}

@@ -1,0 +1,215 @@
+//! The `AssistantReplied` handler: one write plan per persona utterance. A redelivered
+//! utterance whose plan was applied or rejected before changes nothing; the plan's events
+//! are appended in one atomic append with ids derived from the utterance.
+
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tracing::{info, warn};
+
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::config::CharacterConfig;
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::events::{
+    persona_stream, AssistantReplied, UserMessageReceived, WritePlanRejected,
+};
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
+use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan};
+use ghost_shared::projections::MemoryProjection;
+use ghost_shared::projector::ProjectionRunner;
+use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::store::ExpectedVersion;
+use ghost_shared::template::unknown_placeholder;
+
+use crate::input::{memory_input, plan_input, recent_events, TurnInput};
+
+/// Handles `AssistantReplied`.
+pub struct Planner {
+    ctx: ServiceContext,
+    llm: LlmClient,
+    template: String,
+    runner: ProjectionRunner,
+    /// Plans are validated and applied one at a time, against a caught-up memory.
+    apply_lock: Mutex<()>,
+}
+
+impl Planner {
+    /// A planner using the worker's model and `memory.plan_prompt_file`.
+    pub fn new(ctx: ServiceContext, runner: ProjectionRunner) -> Result<Self, ServiceError> {
+        let llm = ctx.llm("worker")?;
+        let path = ctx
+            .config
+            .resolve(&ctx.config.ghost.memory.plan_prompt_file);
+        let template = std::fs::read_to_string(&path).map_err(|e| {
+            ServiceError::Config(format!("memory.plan_prompt_file {}: {e}", path.display()))
+        })?;
+        if let Some(p) = unknown_placeholder(&template, &CharacterConfig::PERSONA_PLACEHOLDERS) {
+            return Err(ServiceError::Config(format!(
+                "memory.plan_prompt_file: unknown placeholder {p}"
+            )));
+        }
+        Ok(Self {
+            ctx,
+            llm,
+            template,
+            runner,
+            apply_lock: Mutex::new(()),
+        })
+    }
+
+    /// Applies every committed memory event to the projection (so the plan is checked
+    /// against what earlier plans changed).
+    async fn caught_up(&self) -> Result<(), HandlerError> {
+        for _ in 0..200 {
+            let pass = self
+                .runner
+                .catch_up()
+                .await
+                .map_err(HandlerError::transient)?;
+            if !pass.pending {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Err(HandlerError::transient(
+            "memory projection held back; retrying later",
+        ))
+    }
+
+    async fn turn(&self, reply: &AssistantReplied) -> Result<TurnInput, HandlerError> {
+        let user = self
+            .ctx
+            .store()
+            .get(reply.user_event_id)
+            .await
+            .map_err(HandlerError::transient)?
+            .and_then(|e| e.decode::<UserMessageReceived>().ok());
+        Ok(TurnInput {
+            user_text: user.as_ref().map(|m| m.text.clone()).unwrap_or_default(),
+            user_event_id: reply.user_event_id,
+            reply_text: reply.text.clone(),
+            images: user
+                .and_then(|m| m.image)
+                .map(|i| vec![format!("image {}", i.message_id)])
+                .unwrap_or_default(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Planner {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let reply: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
+        if self
+            .ctx
+            .outcome_stored(&event, &[ANNOTATED_STEP, REJECTED_STEP])
+            .await?
+        {
+            return Ok(()); // planned before: a redelivery changes nothing
+        }
+        // No persona, no plan: never a persona-less fallback.
+        let Some(character) = self.ctx.config.characters.get(&reply.speaker) else {
+            warn!(speaker = %reply.speaker, "no character for this utterance; no write plan");
+            return Err(HandlerError::permanent(format!(
+                "no character {}",
+                reply.speaker
+            )));
+        };
+        let settings = &self.ctx.config.ghost.memory;
+        let now = event.recorded_at.timestamp_micros() as f64 / 1e6;
+        self.caught_up().await?;
+        let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
+            .await
+            .map_err(HandlerError::transient)?;
+        let tail = self
+            .ctx
+            .store()
+            .read_stream_tail(
+                &session_stream(&reply.session_id),
+                (settings.plan_recent_events as i64) * 4 + 4,
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        let input = plan_input(
+            event.event_id,
+            &self.turn(&reply).await?,
+            &recent_events(&tail, event.version, settings.plan_recent_events),
+            memory_input(
+                &memory,
+                now,
+                settings.interest_tau_secs,
+                settings.plan_memory_items,
+            ),
+        );
+        let messages = [
+            ChatMessage::system(character.fill_persona(&self.template)),
+            ChatMessage::user(input.to_string()),
+        ];
+        let answer = self
+            .llm
+            .chat(&messages)
+            .await
+            .map_err(HandlerError::transient)?;
+
+        let _serial = self.apply_lock.lock().await;
+        self.caught_up().await?;
+        let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
+            .await
+            .map_err(HandlerError::transient)?;
+        let checked =
+            WritePlan::parse(&answer).and_then(|plan| validate(&plan, &memory, event.event_id));
+        let stream = persona_stream(&reply.speaker);
+        let new_events = match checked {
+            Ok(checked) => {
+                let ctx = ApplyContext {
+                    persona: &reply.speaker,
+                    event_id: event.event_id,
+                    now,
+                    interest_tau_secs: settings.interest_tau_secs,
+                };
+                let (_, changes) = apply_plan(&memory, &checked, ctx);
+                info!(utterance = %event.event_id, changes = changes.len(), "write plan applied");
+                changes
+                    .iter()
+                    .map(|c| new_event(&event, &c.step, &c.change, self.ctx.service))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(HandlerError::permanent)?
+            }
+            Err(errors) => {
+                warn!(utterance = %event.event_id, ?errors, "write plan rejected whole");
+                let rejected = WritePlanRejected {
+                    persona: reply.speaker.clone(),
+                    source_event_id: event.event_id,
+                    errors,
+                };
+                vec![
+                    NewEvent::caused_by(&event, REJECTED_STEP, &rejected, self.ctx.service)
+                        .map_err(HandlerError::permanent)?,
+                ]
+            }
+        };
+        self.ctx
+            .log
+            .append(&stream, ExpectedVersion::Any, &new_events)
+            .await
+            .map_err(HandlerError::transient)?;
+        // So the next plan (and the debug API) sees this one at once.
+        self.caught_up().await
+    }
+}
+
+fn new_event(
+    cause: &RecordedEvent,
+    step: &str,
+    change: &MemoryChange,
+    service: &str,
+) -> Result<NewEvent, serde_json::Error> {
+    match change {
+        MemoryChange::StateUpserted(p) => NewEvent::caused_by(cause, step, p, service),
+        MemoryChange::StateClosed(p) => NewEvent::caused_by(cause, step, p, service),
+        MemoryChange::PreferenceUpdated(p) => NewEvent::caused_by(cause, step, p, service),
+        MemoryChange::EventAnnotated(p) => NewEvent::caused_by(cause, step, p, service),
+        MemoryChange::InterestStateUpdated(p) => NewEvent::caused_by(cause, step, p, service),
+    }
+}

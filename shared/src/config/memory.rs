@@ -1,0 +1,96 @@
+//! `memory:` — the write plan and recall (seed 001, issue 12).
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// `memory:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemorySettings {
+    /// Decay time constant of interest weights, in seconds (3 days).
+    pub interest_tau_secs: f64,
+    /// How many recent events of the conversation the write plan's input carries.
+    pub plan_recent_events: usize,
+    /// How many current states and preferences the write plan's input carries at most.
+    pub plan_memory_items: usize,
+    /// The write plan's prompt (relative to the repository root).
+    pub plan_prompt_file: std::path::PathBuf,
+    /// Candidates recall collects per message (all sources together).
+    pub recall_max_candidates: usize,
+    /// Memories the selection may keep per message.
+    pub recall_max_selected: usize,
+    /// Whether the persona recalls before it replies.
+    pub recall_enabled: bool,
+    /// Bound on each candidate source, in milliseconds (a slower source is skipped).
+    pub recall_source_timeout_ms: u64,
+    /// Bound on the selection model call, in milliseconds (then no memories this turn).
+    pub recall_selection_timeout_ms: u64,
+    /// Lowest trigram similarity a candidate needs (pg_trgm, 0..=1).
+    pub recall_similarity_threshold: f64,
+    /// The selection's prompt (relative to the repository root).
+    pub recall_prompt_file: std::path::PathBuf,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            interest_tau_secs: crate::memory::interest::DEFAULT_TAU_SECS,
+            plan_recent_events: 12,
+            plan_memory_items: 40,
+            plan_prompt_file: "prompts/write_plan.md".into(),
+            recall_max_candidates: 80,
+            recall_max_selected: 12,
+            recall_enabled: true,
+            recall_source_timeout_ms: 250,
+            recall_selection_timeout_ms: 15_000,
+            recall_similarity_threshold: 0.1,
+            recall_prompt_file: "prompts/recall_selection.md".into(),
+        }
+    }
+}
+
+impl MemorySettings {
+    /// Range checks naming the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.interest_tau_secs.is_finite() && self.interest_tau_secs > 0.0) {
+            return Err(ConfigError::invalid(
+                "memory.interest_tau_secs",
+                "must be a positive number of seconds",
+            ));
+        }
+        if self.plan_recent_events == 0 {
+            return Err(ConfigError::invalid(
+                "memory.plan_recent_events",
+                "must be greater than 0",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.recall_similarity_threshold) {
+            return Err(ConfigError::invalid(
+                "memory.recall_similarity_threshold",
+                "must be within 0..=1",
+            ));
+        }
+        if self.recall_source_timeout_ms == 0 || self.recall_selection_timeout_ms == 0 {
+            return Err(ConfigError::invalid(
+                "memory.recall_source_timeout_ms",
+                "recall timeouts must be greater than 0",
+            ));
+        }
+        if self.recall_max_selected == 0 || self.recall_max_selected > self.recall_max_candidates {
+            return Err(ConfigError::invalid(
+                "memory.recall_max_selected",
+                "must be between 1 and memory.recall_max_candidates",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The recall limits.
+    pub fn recall_limits(&self) -> crate::memory::retrieval::RetrievalLimits {
+        crate::memory::retrieval::RetrievalLimits {
+            max_candidates: self.recall_max_candidates,
+            max_selected: self.recall_max_selected,
+        }
+    }
+}

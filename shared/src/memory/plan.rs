@@ -1,0 +1,244 @@
+//! The WritePlan as the model writes it (JSON only). Enumerated fields stay text here so
+//! [`super::validate`] can name a value that is not listed; unknown keys are refused.
+
+use serde::{Deserialize, Serialize};
+
+/// A write plan: how one utterance changes the persona's memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WritePlan {
+    /// About-time, life stage and entities of the utterance.
+    #[serde(default)]
+    pub event_annotations: Option<EventAnnotations>,
+    /// Changes to states.
+    #[serde(default)]
+    pub state_updates: Vec<StateUpdate>,
+    /// Changes to preferences.
+    #[serde(default)]
+    pub preference_updates: Vec<PreferenceUpdate>,
+    /// The persona's momentary affect about the utterance.
+    #[serde(default)]
+    pub event_affect: Option<EventAffect>,
+    /// Threads and links of the context graph.
+    #[serde(default)]
+    pub context_updates: ContextUpdates,
+    /// What the persona now attends to (merged into the interest state).
+    #[serde(default)]
+    pub interest_update: Option<InterestUpdate>,
+}
+
+/// `event_annotations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventAnnotations {
+    /// Start of the time talked about (Unix seconds).
+    #[serde(default)]
+    pub about_start_ts: Option<i64>,
+    /// End of the time talked about (Unix seconds).
+    #[serde(default)]
+    pub about_end_ts: Option<i64>,
+    /// First year talked about.
+    #[serde(default)]
+    pub about_year_start: Option<i32>,
+    /// Last year talked about.
+    #[serde(default)]
+    pub about_year_end: Option<i32>,
+    /// `elementary|middle|high|university|work|unknown`.
+    #[serde(default = "unknown_stage")]
+    pub life_stage: String,
+    /// How sure the time is, 0..=1.
+    #[serde(default)]
+    pub about_time_confidence: f64,
+    /// People, places and things named.
+    #[serde(default)]
+    pub entities: Vec<Entity>,
+}
+
+fn unknown_stage() -> String {
+    "unknown".into()
+}
+
+/// One named entity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entity {
+    /// `PERSON`, `PLACE`, ... (free text, not empty).
+    #[serde(rename = "type")]
+    pub entity_type: String,
+    /// The name.
+    pub name: String,
+    /// How sure, 0..=1.
+    #[serde(default)]
+    pub confidence: f64,
+}
+
+/// One entry of `state_updates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateUpdate {
+    /// `fact|relation|task|summary|long_mood_state`.
+    pub kind: String,
+    /// `upsert|close|mark_done`.
+    pub op: String,
+    /// The state changed (absent: a new state).
+    #[serde(default)]
+    pub state_id: Option<String>,
+    /// The text, in the persona's first-person view.
+    #[serde(default, alias = "body")]
+    pub body_text: String,
+    /// Structured detail.
+    #[serde(default)]
+    pub payload: Option<serde_json::Value>,
+    /// How sure, 0..=1.
+    pub confidence: f64,
+    /// How much it matters, 0..=1.
+    #[serde(default)]
+    pub salience: Option<f64>,
+    /// Valid from (Unix seconds).
+    #[serde(default)]
+    pub valid_from_ts: Option<i64>,
+    /// Valid until (Unix seconds).
+    #[serde(default)]
+    pub valid_to_ts: Option<i64>,
+    /// When it was last confirmed (Unix seconds).
+    #[serde(default)]
+    pub last_confirmed_at: Option<i64>,
+    /// The events it rests on; must include the current one.
+    pub evidence_event_ids: Vec<String>,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// One entry of `preference_updates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreferenceUpdate {
+    /// `upsert_candidate|confirm|revoke`.
+    pub op: String,
+    /// `food|topic|style`.
+    pub domain: String,
+    /// `like|dislike`.
+    pub polarity: String,
+    /// What it is about.
+    pub subject: String,
+    /// A note.
+    #[serde(default)]
+    pub note: String,
+    /// How sure, 0..=1.
+    pub confidence: f64,
+    /// The events it rests on; must include the current one.
+    pub evidence_event_ids: Vec<String>,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `event_affect`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventAffect {
+    /// The feeling in words.
+    pub moment_affect_text: String,
+    /// Labels.
+    #[serde(default)]
+    pub moment_affect_labels: Vec<String>,
+    /// Valence, arousal, dominance, each -1..=1.
+    pub moment_affect_score_vad: Vad,
+    /// How sure, 0..=1.
+    pub moment_affect_confidence: f64,
+    /// An inner thought, if any.
+    #[serde(default)]
+    pub inner_thought_text: Option<String>,
+}
+
+/// Valence, arousal, dominance.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vad {
+    /// Valence, -1..=1.
+    pub v: f64,
+    /// Arousal, -1..=1.
+    pub a: f64,
+    /// Dominance, -1..=1.
+    pub d: f64,
+}
+
+/// `context_updates`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextUpdates {
+    /// Threads the utterance belongs to.
+    #[serde(default)]
+    pub threads: Vec<ThreadUpdate>,
+    /// Links to earlier events.
+    #[serde(default)]
+    pub links: Vec<LinkUpdate>,
+}
+
+/// One thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadUpdate {
+    /// The thread's key.
+    pub thread_key: String,
+    /// How sure, 0..=1.
+    #[serde(default)]
+    pub confidence: f64,
+}
+
+/// One link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkUpdate {
+    /// The earlier event.
+    pub to_event_id: String,
+    /// `reply_to|same_topic|caused_by`.
+    pub label: String,
+    /// How sure, 0..=1.
+    #[serde(default)]
+    pub confidence: f64,
+}
+
+/// `interest_update`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterestUpdate {
+    /// Targets named now.
+    #[serde(default)]
+    pub attention_targets: Vec<TargetUpdate>,
+    /// `observe|support|wait|explore`; absent keeps the current mode.
+    #[serde(default)]
+    pub interaction_mode: Option<String>,
+}
+
+/// One target named by the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetUpdate {
+    /// `topic|goal|person`.
+    #[serde(rename = "type")]
+    pub target_type: String,
+    /// What exactly.
+    pub value: String,
+    /// How strongly, 0..=1.
+    pub weight: f64,
+}
+
+impl WritePlan {
+    /// The plan in `text`, which must be one JSON object and nothing else (no fence, no
+    /// prose: nothing is repaired).
+    pub fn parse(text: &str) -> Result<Self, Vec<String>> {
+        serde_json::from_str(text).map_err(|e| {
+            vec![format!(
+                "plan is not valid JSON of the WritePlan shape: {e}"
+            )]
+        })
+    }
+
+    /// The plan in an already parsed JSON value.
+    pub fn from_value(value: serde_json::Value) -> Result<Self, Vec<String>> {
+        serde_json::from_value(value)
+            .map_err(|e| vec![format!("plan does not have the WritePlan shape: {e}")])
+    }
+}

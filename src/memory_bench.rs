@@ -1,0 +1,203 @@
+//! `ghost memory-bench`: the figures of BENCHMARKS.md's memory section. It seeds its own
+//! database with `--events` utterances (and a tenth as many states), then measures recall's
+//! candidate collection (every source, in parallel) and the part of recall before the first
+//! token other than the selection model call (memory load + plan + collection), and the
+//! write plan's validation + apply per plan. The database is removed afterwards.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use ghost_persona::recall::collect::{collect, Scope};
+use ghost_shared::memory::retrieval::{focus_hint, retrieval_plan};
+use ghost_shared::memory::{apply_plan, validate, ApplyContext, Memory, WritePlan};
+use ghost_shared::projections::MemoryProjection;
+use ghost_testkit::testing::TestEnv;
+use serde_json::json;
+use uuid::Uuid;
+
+/// Options of `ghost memory-bench`.
+#[derive(Debug, Clone, Args)]
+pub struct MemoryBenchArgs {
+    /// Utterances to seed (`assistant_text` rows; states are a tenth of it).
+    #[arg(long, default_value_t = 100_000)]
+    pub events: i64,
+    /// Recalls to measure.
+    #[arg(long, default_value_t = 300)]
+    pub queries: usize,
+    /// Plans to validate and apply.
+    #[arg(long, default_value_t = 10_000)]
+    pub plans: usize,
+}
+
+/// Words the seeded utterances and queries are made of (Japanese and English).
+const WORDS: [&str; 16] = [
+    "ピーマン",
+    "登山",
+    "料理",
+    "映画",
+    "京都",
+    "引っ越し",
+    "猫",
+    "仕事",
+    "coffee",
+    "train",
+    "weekend",
+    "music",
+    "雨",
+    "旅行",
+    "大学",
+    "カフェ",
+];
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[(((sorted.len() - 1) as f64) * q).round() as usize]
+}
+
+fn report(what: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    println!(
+        "{what}: n={} p50={:.2} ms p99={:.2} ms max={:.2} ms",
+        samples.len(),
+        quantile(&samples, 0.5).as_secs_f64() * 1e3,
+        quantile(&samples, 0.99).as_secs_f64() * 1e3,
+        samples.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+}
+
+/// Seeds `events` utterances over 1,000 sessions and `events / 10` states for `kuro`.
+async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
+    let words: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
+    sqlx::query(
+        "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+         SELECT 's' || (g % 1000), g, gen_random_uuid(), CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, \
+         'kuro', 'http', \
+         ($2::text[])[1 + (g * 7) % 16] || 'の話をした。' || ($2::text[])[1 + (g * 13) % 16] || ' and ' || \
+         ($2::text[])[1 + (g * 3) % 16] || ' #' || g, now() \
+         FROM generate_series(1, $1) g",
+    )
+    .bind(events)
+    .bind(&words)
+    .execute(pool)
+    .await
+    .context("seed utterances")?;
+    sqlx::query(
+        "INSERT INTO memory_states (persona, state_id, kind, status, body_text, confidence, revision, \
+         evidence_event_ids, reason, source_event_id, position) \
+         SELECT 'kuro', gen_random_uuid(), 'fact', 'active', \
+         'マスターは' || ($2::text[])[1 + (g * 5) % 16] || 'が好きだ #' || g, 0.8, 1, '{}', 'seed', \
+         gen_random_uuid(), g FROM generate_series(1, $1) g",
+    )
+    .bind(events / 10)
+    .bind(&words)
+    .execute(pool)
+    .await
+    .context("seed states")?;
+    sqlx::query("ANALYZE").execute(pool).await?;
+    Ok(())
+}
+
+/// Validation + apply of a representative plan (3 states, 3 preferences, interest) against
+/// a memory of 200 states and 100 preferences, `n` times.
+fn bench_plans(n: usize) -> Result<Duration> {
+    let event = Uuid::new_v4();
+    let mut memory = Memory::default();
+    for i in 0..100 {
+        let other = Uuid::new_v4();
+        let plan = WritePlan::from_value(json!({
+            "state_updates": [{"kind": "fact", "op": "upsert", "body_text": format!("fact {i}"), "confidence": 0.5, "evidence_event_ids": [other]},
+                              {"kind": "task", "op": "upsert", "body_text": format!("task {i}"), "confidence": 0.5, "evidence_event_ids": [other]}],
+            "preference_updates": [{"op": "confirm", "domain": "food", "polarity": "like", "subject": format!("料理{i}"), "confidence": 0.7, "evidence_event_ids": [other]}],
+        }))
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let checked = validate(&plan, &memory, other).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        memory = apply_plan(&memory, &checked, ApplyContext::new("kuro", other, 0.0)).0;
+    }
+    let task = memory.states[1].state_id;
+    let text = json!({
+        "event_annotations": {"life_stage": "university", "about_time_confidence": 0.6, "entities": [{"type": "PERSON", "name": "母", "confidence": 0.8}]},
+        "state_updates": [
+            {"kind": "fact", "op": "upsert", "body_text": "マスターは京都に引っ越した", "confidence": 0.8, "evidence_event_ids": [event]},
+            {"kind": "task", "op": "mark_done", "state_id": task, "confidence": 0.9, "evidence_event_ids": [event]},
+            {"kind": "summary", "op": "upsert", "body_text": "最近の話", "confidence": 0.6, "evidence_event_ids": [event]}],
+        "preference_updates": [
+            {"op": "upsert_candidate", "domain": "topic", "polarity": "like", "subject": "登山", "confidence": 0.6, "evidence_event_ids": [event]},
+            {"op": "confirm", "domain": "food", "polarity": "dislike", "subject": "料理3", "confidence": 0.8, "evidence_event_ids": [event]},
+            {"op": "revoke", "domain": "food", "polarity": "like", "subject": "料理4", "confidence": 0.8, "evidence_event_ids": [event]}],
+        "event_affect": {"moment_affect_text": "うれしい", "moment_affect_labels": ["joy"], "moment_affect_score_vad": {"v": 0.5, "a": 0.2, "d": 0.1}, "moment_affect_confidence": 0.7},
+        "interest_update": {"attention_targets": [{"type": "topic", "value": "京都", "weight": 0.7}], "interaction_mode": "support"}
+    })
+    .to_string();
+    let started = Instant::now();
+    for _ in 0..n {
+        let plan = WritePlan::parse(&text).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let checked = validate(&plan, &memory, event).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let (_, changes) = apply_plan(&memory, &checked, ApplyContext::new("kuro", event, 1.0));
+        std::hint::black_box(changes);
+    }
+    Ok(started.elapsed() / n.max(1) as u32)
+}
+
+/// Runs the benchmark.
+pub async fn run(args: MemoryBenchArgs) -> Result<()> {
+    let per_plan = bench_plans(args.plans)?;
+    println!(
+        "write plan parse + validate + apply (3 states, 3 preferences, interest; memory of 200 states, 100 preferences): {:.1} µs per plan over {} plans",
+        per_plan.as_secs_f64() * 1e6,
+        args.plans
+    );
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let started = Instant::now();
+    seed(store.pool(), args.events).await?;
+    println!(
+        "seeded {} utterances and {} states in {:.1} s",
+        args.events,
+        args.events / 10,
+        started.elapsed().as_secs_f64()
+    );
+    let settings = env.config.ghost.memory.clone();
+    let scope = Scope {
+        persona: "kuro",
+        session_id: "bench",
+        source_timeout: Duration::from_secs(10),
+        similarity_threshold: settings.recall_similarity_threshold,
+    };
+    let mut collection = Vec::with_capacity(args.queries);
+    let mut before_selection = Vec::with_capacity(args.queries);
+    let mut skipped = 0;
+    for i in 0..args.queries {
+        let query = format!(
+            "{}のこと覚えてる？ {}",
+            WORDS[i % WORDS.len()],
+            WORDS[(i * 5 + 3) % WORDS.len()]
+        );
+        let started = Instant::now();
+        let memory = MemoryProjection::load(store.pool(), "kuro").await?;
+        let plan = retrieval_plan(
+            &query,
+            settings.recall_limits(),
+            focus_hint(&memory, 0.0, settings.interest_tau_secs),
+        );
+        let collect_started = Instant::now();
+        let collected = collect(store.pool(), scope, &plan).await;
+        collection.push(collect_started.elapsed());
+        before_selection.push(started.elapsed());
+        skipped += collected.skipped.len();
+        std::hint::black_box(collected);
+    }
+    report(
+        "recall candidate collection (6 sources in parallel)",
+        collection,
+    );
+    report(
+        "recall before the selection call (memory load + plan + collection)",
+        before_selection,
+    );
+    println!("sources skipped: {skipped}");
+    env.cleanup().await;
+    Ok(())
+}

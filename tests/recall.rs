@@ -1,0 +1,284 @@
+//! Recall end to end (issue 12): a memory the write plan stored in one session is recalled
+//! in a later one and reaches the reply prompt; the selection carries the persona; two
+//! personas with different interest states rank the same candidates differently.
+
+mod support;
+
+use std::time::Duration;
+
+use ghost::stack::ServiceName;
+use ghost_persona::recall::collect::{collect, Scope};
+use ghost_shared::envelope::EventPayload;
+use ghost_shared::events::{persona_stream, AssistantReplied, RecallPerformed};
+use ghost_shared::memory::model::{AttentionTarget, InterestState};
+use ghost_shared::memory::retrieval::{focus_hint, retrieval_plan, RetrievalLimits};
+use ghost_shared::memory::vocab::{InteractionMode, TargetType};
+use ghost_shared::memory::Memory;
+use ghost_testkit::fake_llm::{RecordedRequest, Script};
+use ghost_testkit::testing::{eventually, TestEnv, WORKER_MODEL};
+use serde_json::{json, Value};
+use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
+
+/// The fake worker: write plans store a fact about green peppers; the selection picks the
+/// candidates that mention them.
+fn answer(r: &RecordedRequest) -> Script {
+    let system = r.system_text().unwrap_or_default();
+    let input: Value = r
+        .last_user_text()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    if system.contains("long-term memory") {
+        let current = input["current_event_id"].clone();
+        let text = input["turn"]["user_text"].as_str().unwrap_or_default();
+        let states = if text.contains("green peppers") {
+            json!([{"kind": "fact", "op": "upsert", "body_text": "マスターはピーマンが大好きだ",
+                    "confidence": 0.9, "evidence_event_ids": [current], "reason": "本人が言った"}])
+        } else {
+            json!([])
+        };
+        return Script::reply(&json!({"state_updates": states}).to_string());
+    }
+    if system.contains("Before you answer, you recall") {
+        let ids: Vec<Value> = input["candidates"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter(|c| c["text"].as_str().unwrap_or_default().contains("ピーマン"))
+                    .filter(|c| c["id"].as_str().unwrap_or_default().starts_with("state:"))
+                    .map(|c| c["id"].clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Script::reply(&json!({"selected_ids": ids}).to_string());
+    }
+    if r.model.as_deref() == Some(WORKER_MODEL) {
+        Script::reply(NEUTRAL_AFFECT)
+    } else {
+        Script::reply("ok")
+    }
+}
+
+/// The `RecallPerformed` of the reply in `session`, once it is recorded.
+async fn recall_of(app: &TestApp, session: &str) -> RecallPerformed {
+    let recall = eventually(Duration::from_secs(10), "RecallPerformed", || async {
+        let events = app
+            .store
+            .read_stream(&persona_stream("kuro"), 0)
+            .await
+            .unwrap();
+        events.into_iter().find(|e| {
+            e.event_type == RecallPerformed::EVENT_TYPE && e.payload["session_id"] == session
+        })
+    })
+    .await;
+    recall.decode().unwrap()
+}
+
+#[tokio::test]
+async fn a_memory_from_one_session_is_recalled_in_a_later_one() {
+    let mut services = ServiceName::ALL.to_vec();
+    services.push(ServiceName::WritePlan);
+    let app = TestApp::spawn_services(&services, &[("GHOST_MEMORY__RECALL_ENABLED", "true")]).await;
+    app.llm.set_responder(answer);
+
+    app.reply(Script::reply("覚えておきますね。"));
+    app.chat("recall-a", "I like green peppers a lot").await;
+    // The plan's annotation is its last event: once its row is projected, so is the state.
+    eventually(Duration::from_secs(30), "the plan applied", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_event_annotations")
+            .fetch_one(app.store.pool())
+            .await
+            .unwrap();
+        (n >= 1).then_some(())
+    })
+    .await;
+
+    app.reply(Script::reply("もちろん、ピーマンですよね。"));
+    let events = app
+        .chat("recall-b", "ピーマンが大好きって話、覚えてる？")
+        .await;
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done");
+
+    // The reply prompt carried the memory.
+    let last_prompt = app
+        .persona_requests()
+        .last()
+        .unwrap()
+        .system_text()
+        .unwrap();
+    assert!(
+        last_prompt.contains("マスターはピーマンが大好きだ"),
+        "{last_prompt}"
+    );
+    // The selection was asked as this persona.
+    let selection = app
+        .llm
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| {
+            r.system_text()
+                .unwrap_or_default()
+                .contains("Before you answer, you recall")
+        })
+        .expect("a selection request");
+    let input: Value = serde_json::from_str(&selection.last_user_text().unwrap()).unwrap();
+    let context = &input["persona_selection_context"];
+    assert_eq!(context["second_person_label"], "マスター", "{input}");
+    assert!(context["persona_text"].as_str().unwrap().contains("Kuro"));
+    assert!(context.get("recent_vad_average").is_some() && context.get("interest_state").is_some());
+
+    // The recall is recorded and inspectable by the reply's id.
+    let reply_id = app
+        .session_events("recall-b")
+        .await
+        .into_iter()
+        .find(|e| e.event_type == AssistantReplied::EVENT_TYPE)
+        .unwrap()
+        .event_id;
+    let r = recall_of(&app, "recall-b").await;
+    assert_eq!(r.reply_event_id, reply_id);
+    assert_eq!(
+        r.selected_texts,
+        vec!["(fact) マスターはピーマンが大好きだ".to_owned()]
+    );
+    assert!(
+        r.candidate_counts["trigram_states"] >= 1,
+        "{:?}",
+        r.candidate_counts
+    );
+    assert!(r.timings_ms.contains_key("collection") && r.timings_ms.contains_key("selection"));
+
+    let get = |path: String, token: Option<&'static str>| {
+        let mut req = app.http.get(format!("{}{path}", app.base_url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            (
+                resp.status().as_u16(),
+                resp.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, body) = get(format!("/api/recalls/{reply_id}"), Some(TOKEN)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["recall"]["selected_ids"], json!(r.selected_ids));
+    assert_eq!(get(format!("/api/recalls/{reply_id}"), None).await.0, 401);
+    assert_eq!(
+        get("/api/recalls/not-a-uuid".into(), Some(TOKEN)).await.0,
+        400
+    );
+    assert_eq!(
+        get(
+            format!("/api/recalls/{}", uuid::Uuid::new_v4()),
+            Some(TOKEN)
+        )
+        .await
+        .0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn an_unusable_selection_means_no_memories_and_the_reply_goes_on() {
+    let app = TestApp::spawn(&[("GHOST_MEMORY__RECALL_ENABLED", "true")]).await;
+    app.llm.set_responder(|r| {
+        if r.system_text()
+            .unwrap_or_default()
+            .contains("Before you answer, you recall")
+        {
+            Script::reply("I think you mean the peppers! {\"selected_ids\": []}")
+        } else if r.model.as_deref() == Some(WORKER_MODEL) {
+            Script::reply(NEUTRAL_AFFECT)
+        } else {
+            Script::reply("ok")
+        }
+    });
+    app.reply(Script::reply("はい。"));
+    app.chat("sel-a", "earlier words to recall").await;
+    app.reply(Script::reply("うん。"));
+    let events = app.chat("sel-b", "earlier words").await;
+    assert_eq!(events.last().unwrap().data["reply_text"], "うん。");
+    let r = recall_of(&app, "sel-b").await;
+    assert!(r.selected_ids.is_empty());
+    assert!(r.selection_error.unwrap().contains("not {\"selected_ids\""));
+    assert!(!app
+        .persona_requests()
+        .last()
+        .unwrap()
+        .system_text()
+        .unwrap()
+        .contains("What you remember now"));
+}
+
+fn interested_in(topic: &str) -> Memory {
+    Memory {
+        interest: Some(InterestState {
+            attention_targets: vec![AttentionTarget {
+                target_type: TargetType::Topic,
+                value: topic.into(),
+                weight: 0.9,
+            }],
+            interaction_mode: InteractionMode::Observe,
+            updated_from_event_ids: Vec::new(),
+            updated_at: 1_790_000_000.0,
+        }),
+        ..Memory::default()
+    }
+}
+
+#[tokio::test]
+async fn two_personas_with_different_interests_rank_the_same_candidates_differently() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    for (i, text) in ["週末は山で登山をした話", "週末は家で料理を作った話"]
+        .iter()
+        .enumerate()
+    {
+        sqlx::query(
+            "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+             VALUES ('old', $1, $2, 'user', 'user', 'http', $3, now())",
+        )
+        .bind(i as i64 + 1)
+        .bind(uuid::Uuid::new_v4())
+        .bind(text)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    }
+    let limits = RetrievalLimits {
+        max_candidates: 80,
+        max_selected: 12,
+    };
+    let ranking = |persona: &'static str, topic: &'static str| {
+        let store = store.clone();
+        async move {
+            let plan = retrieval_plan(
+                "週末の話を覚えてる？",
+                limits,
+                focus_hint(&interested_in(topic), 1_790_000_000.0, 259_200.0),
+            );
+            let scope = Scope {
+                persona,
+                session_id: "now",
+                source_timeout: Duration::from_secs(5),
+                similarity_threshold: 0.1,
+            };
+            let collected = collect(store.pool(), scope, &plan).await;
+            assert!(collected.skipped.is_empty(), "{:?}", collected.skipped);
+            collected
+                .candidates
+                .into_iter()
+                .map(|c| c.text)
+                .collect::<Vec<_>>()
+        }
+    };
+    let hiker = ranking("LUMINA", "登山").await;
+    let cook = ranking("CLARIS", "料理").await;
+    assert!(hiker[0].contains("登山"), "{hiker:?}");
+    assert!(cook[0].contains("料理"), "{cook:?}");
+    assert_ne!(hiker, cook);
+}
