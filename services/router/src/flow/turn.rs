@@ -109,6 +109,7 @@ impl Router {
         row.map(serde_json::from_value::<RouteDecided>)
             .transpose()
             .map_err(HandlerError::permanent)
+    }
 
     /// The `local_only` flag in force before the message at `version`: the last `/local` or
     /// `/cloud` among the user messages before it, in stream (= accepted) order.
