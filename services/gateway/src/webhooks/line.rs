@@ -69,24 +69,24 @@ pub async fn webhook(
         .into_iter()
         .map(|(stream, events)| async move {
             for event in events {
-                log.append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
+                let stored = log
+                    .append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
                     .await?;
+                // An image becomes a turn once the media step appends its message.
+                if !stored.duplicate
+                    && stored
+                        .events
+                        .iter()
+                        .any(|e| e.event_type == UserMessageReceived::EVENT_TYPE)
+                {
+                    ghost_shared::metrics::turn_started(Channel::Line.as_str());
+                }
             }
             Ok::<(), ghost_shared::event_log::EventLogError>(())
         });
     for outcome in futures::future::join_all(appends).await {
         // LINE redelivers on a non-2xx answer (when redelivery is on), and the ids make that safe.
-        let outcome = outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
-        // An image becomes a turn once the media step appends its message.
-        let texts = outcome
-            .events
-            .iter()
-            .filter(|e| e.event_type == UserMessageReceived::EVENT_TYPE);
-        if !outcome.duplicate {
-            for _ in texts {
-                ghost_shared::metrics::turn_started(Channel::Line.as_str());
-            }
-        }
+        outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
     }
     Ok(StatusCode::OK)
 }
