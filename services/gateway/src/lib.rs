@@ -3,10 +3,14 @@
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
-//! - [`health`]: `GET /healthz` (every part ok, degraded or down);
+//! - [`health`]: `GET /healthz` (every part ok, degraded or down); [`metrics`]: `GET /metrics`
+//!   (Prometheus) and the webhook outcome counter;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
+//!   persona's autonomy messages and the activity stream, for consoles);
 //! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
+//! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
 //! - [`server`]: the HTTP server loop (connection cap, header, body and idle timeouts, 408);
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
@@ -18,13 +22,16 @@
 //!   retry policies — used by the handlers and by delivery.
 
 pub mod auth;
+pub mod autonomy;
 pub mod chat;
+pub mod console;
 pub mod deliver;
 pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
 pub mod memory;
+pub mod metrics;
 pub mod partner_mood;
 pub mod recalls;
 pub mod server;
@@ -73,16 +80,24 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/autonomy/tick", post(autonomy::tick))
         .route("/memory", get(memory::get))
         .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_bearer,
         ));
+    let webhooks = Router::new()
+        .route("/line", post(webhooks::line::webhook))
+        .route("/slack", post(webhooks::slack::events))
+        .route_layer(axum::middleware::from_fn(metrics::count_webhooks));
     Router::new()
         .route("/healthz", get(health::healthz))
-        .route("/webhooks/line", post(webhooks::line::webhook))
-        .route("/webhooks/slack", post(webhooks::slack::events))
+        .route("/metrics", get(metrics::metrics))
+        .merge(console::routes())
+        .nest("/webhooks", webhooks)
+        // Checks its own token: the header, or `?token=` (browser WebSockets).
+        .route("/api/events", get(autonomy::events))
         .nest("/api", api)
         .with_state(state)
 }
@@ -95,6 +110,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let llm = ctx.llm("persona")?;
     let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
     let mut handle = ServiceHandle::new(SERVICE);
+    metrics::register();
     handle.addr = Some(listener.local_addr()?);
     deliver::spawn(ctx.clone(), &mut handle)
         .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;

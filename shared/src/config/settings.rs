@@ -43,6 +43,10 @@ pub struct GhostSettings {
     pub mood: MoodSettings,
     /// The embedded model server.
     pub model: super::model::ModelSettings,
+    /// Web search and page fetching (limits, search endpoint).
+    pub web: super::web::WebSettings,
+    /// Autonomy: deliberation schedule, message conversation, prompts, the CLI agent.
+    pub autonomy: super::autonomy::AutonomySettings,
     /// Long-term memory: the write plan and recall.
     pub memory: super::memory::MemorySettings,
 }
@@ -188,6 +192,8 @@ pub struct PersonaSettings {
     pub affect_marker: String,
     /// The instruction asking for the affect trailer (relative to the repository root).
     pub affect_prompt_file: PathBuf,
+    /// The instruction for judging a work result before replying (seed 002 proposals).
+    pub proposal_prompt_file: PathBuf,
 }
 
 impl Default for PersonaSettings {
@@ -198,6 +204,7 @@ impl Default for PersonaSettings {
             history_turns: 12,
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
+            proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),
         }
     }
 }
@@ -210,6 +217,9 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
     /// Logs as JSON lines instead of text.
     pub json_logs: bool,
+    /// Where `ghost run <service>` serves Prometheus metrics (`GET /metrics`) when the
+    /// process runs no gateway (the gateway serves `/metrics` itself); none = no listener.
+    pub metrics_listen: Option<String>,
 }
 
 /// `characters.yaml`.
@@ -394,6 +404,14 @@ impl GhostSettings {
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;
         }
+        if let Some(listen) = &self.telemetry.metrics_listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigError::invalid(
+                    "telemetry.metrics_listen",
+                    format!("{listen:?} is not an address like 0.0.0.0:9464"),
+                ));
+            }
+        }
         if self.persona.affect_marker.trim().is_empty() || self.persona.affect_marker.contains('\n')
         {
             return Err(ConfigError::invalid(
@@ -420,6 +438,8 @@ impl GhostSettings {
         }
         self.stage.validate()?;
         self.model.validate()?;
+        self.web.validate()?;
+        self.autonomy.validate()?;
         self.memory.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(

@@ -84,7 +84,7 @@ impl Cast {
                 Member {
                     system_prompt: prompt.render(c, &registry),
                     character: c.clone(),
-                    llm: LlmClient::new(llm_config, None)?,
+                    llm: LlmClient::new(llm_config, None)?.with_role("stage"),
                 },
             );
         }
