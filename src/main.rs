@@ -63,9 +63,37 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Masking probe: reads text on stdin and prints {"masked", "categories", "high_risk"}
+    /// as one JSON object, with the rules of `masking.yaml` in the config directory.
+    Mask {
+        /// Rules file (default: `masking.yaml` in `$GHOST_CONFIG_DIR`, else `config/`).
+        #[arg(long)]
+        rules: Option<std::path::PathBuf>,
+    },
+    /// Lists the routes users corrected (negation or a command right after an automatically
+    /// routed answer), counted by wrong → right route, as JSON (from the routing log).
+    RouteReport {
+        /// At most this many corrections, newest first.
+        #[arg(long, default_value_t = 200)]
+        limit: i64,
+    },
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Autonomy on demand.
+    Autonomy {
+        #[command(subcommand)]
+        command: AutonomyCommand,
+    },
+    /// Drives autonomy ticks (decision, web_access, result, persona message) against a
+    /// zero-delay fake model and reports ticks per second and decision-to-message time
+    /// (see BENCHMARKS.md).
+    AutonomyLoad(ghost::autonomy_load::AutonomyLoadArgs),
+    /// ActionDecision probe (seed 001).
+    Decision {
+        #[command(subcommand)]
+        command: DecisionCommand,
+    },
     /// Memory write plans (issue 12).
     WritePlan {
         #[command(subcommand)]
@@ -88,6 +116,20 @@ enum Command {
     /// Measures time to first token and prompt and generation tokens/s of an
     /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
     ModelBench(ghost::model_bench::ModelBenchArgs),
+}
+
+#[derive(Subcommand)]
+enum AutonomyCommand {
+    /// Asks the persona to deliberate now (records an AutonomyTickRequested; the worker
+    /// decides) and prints the tick's event id.
+    Tick,
+}
+
+#[derive(Subcommand)]
+enum DecisionCommand {
+    /// Reads an ActionDecision on stdin and prints {"valid": bool, "errors": [...]} (no
+    /// database, no model).
+    Validate,
 }
 
 #[derive(Subcommand)]
@@ -206,7 +248,19 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::Mask { rules } => mask_probe(rules),
+            Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::Autonomy {
+                command: AutonomyCommand::Tick,
+            } => autonomy_tick().await,
+            Command::AutonomyLoad(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::autonomy_load::run(args).await
+            }
+            Command::Decision {
+                command: DecisionCommand::Validate,
+            } => ghost::probe::decision_validate(),
             Command::WritePlan {
                 command: WritePlanCommand::Apply { now },
             } => ghost::memory_probe::write_plan_apply(now),
@@ -227,6 +281,27 @@ async fn run(command: Command) -> Result<()> {
             }
         }
     }
+}
+
+/// `ghost autonomy tick`.
+async fn autonomy_tick() -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let persona = config.ghost.persona.character.clone();
+    let ctx = ghost_shared::service::ServiceContext::connect(config, "cli").await?;
+    let id = ghost_shared::autonomy::tick::request_tick(
+        &ctx.log,
+        uuid::Uuid::new_v4(),
+        &persona,
+        ghost_shared::autonomy::events::TickTrigger::Cli,
+        ctx.service,
+    )
+    .await?;
+    println!(
+        "{}",
+        serde_json::json!({"tick_event_id": id, "persona": persona})
+    );
+    Ok(())
 }
 
 async fn migrate(config: &Config) -> Result<EventStore> {
@@ -328,8 +403,17 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         .copied()
         .filter(|s| *s != ServiceName::Model)
         .collect();
+    let metrics_listen = config.ghost.telemetry.metrics_listen.clone();
     let mut stack = start_stack(config, &others).await?;
     stack.services.extend(model);
+    if let (Some(listen), false) = (metrics_listen, others.contains(&ServiceName::Gateway)) {
+        let metrics = ghost::stack::serve_metrics(&listen).await?;
+        if let Some(addr) = metrics.addr {
+            tracing::info!(%addr, "metrics listening");
+            println!("ghost: metrics on http://{addr}/metrics");
+        }
+        stack.services.push(metrics);
+    }
     if let Some(addr) = stack.gateway_addr() {
         tracing::info!(%addr, "gateway listening");
         println!("ghost: gateway listening on http://{addr}");
@@ -444,6 +528,16 @@ fn mood_probe(now: f64) -> Result<()> {
 }
 
 /// `ghost route`: the first routing stage for stdin, as JSON on stdout.
+/// `ghost route-report`: the corrected routes as one JSON object.
+async fn route_report(limit: i64) -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let store = migrate(&config).await?;
+    let report = ghost::route_report::report(store.pool(), limit).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
 fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
     use std::io::Read;
     let path = match rules {
@@ -464,5 +558,24 @@ fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()
     let text = text.strip_suffix('\n').unwrap_or(&text);
     let output = ghost_router::routing::probe(text, local_only, &routing.dictionary);
     println!("{}", serde_json::to_string(&output)?);
+    Ok(())
+}
+
+/// `ghost mask`: stdin text masked with the rules file, as JSON.
+fn mask_probe(rules: Option<std::path::PathBuf>) -> Result<()> {
+    use std::io::Read;
+    let path = rules.unwrap_or_else(|| {
+        std::env::var_os(ghost_shared::config::CONFIG_DIR_ENV)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from("config"))
+            .join(ghost_shared::config::MASKING_FILE)
+    });
+    let masker = ghost_shared::masking::Masker::from_file(&path)?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("stdin is not UTF-8 text")?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    println!("{}", serde_json::to_string(&masker.mask(text))?);
     Ok(())
 }

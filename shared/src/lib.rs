@@ -11,6 +11,7 @@
 //!   [`projections`]: the read models several services read (`assistant_text`);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices);
 //! - [`masking`]: secrets and personal data masked before logs or the cloud;
+//! - [`autonomy`]: action decisions, capability results, autonomy events and subjects;
 //! - [`affect`]: the affect trailer, mood constants and mood state (seed 004);
 //! - [`mood_api`]: the mood service's request/reply protocol on core NATS;
 //! - [`turn_stream`] / [`stage_signal`]: what travels on a turn's / a stage's core-NATS
@@ -20,15 +21,18 @@
 //! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
 //!   and the interest state (pure code);
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
-//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
+//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS; [`metrics`]: the
+//!   Prometheus metrics every service records, named and described once;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
+//! - [`web`]: web search (SearXNG JSON) and page fetching, bounded, as text with sources;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
 //!
 //! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
 
 pub mod affect;
+pub mod autonomy;
 pub mod bus;
 pub mod config;
 pub mod envelope;
@@ -40,6 +44,7 @@ pub mod llm;
 pub mod masking;
 pub mod media;
 pub mod memory;
+pub mod metrics;
 pub mod mood_api;
 pub mod net;
 pub mod parking;
@@ -53,3 +58,4 @@ pub mod store;
 pub mod telemetry;
 pub mod template;
 pub mod turn_stream;
+pub mod web;

@@ -6,15 +6,26 @@ use ghost_shared::events::RenderRequested;
 use ghost_shared::llm::ChatMessage;
 use ghost_shared::routing::Notice;
 
-/// The declaration line (with its line break) to put before the reply, streamed and stored,
-/// when this message's primary route differs from the previous one. Never internals.
+/// The lines (each with its line break) to put before the reply, streamed and stored: the
+/// declaration when this message's primary route differs from the previous one, and the
+/// notice that the message's secrets were withheld from the cloud. Never internals.
 pub fn declaration_prefix(request: &RenderRequested) -> Option<String> {
-    request
+    let declaration = request
         .declaration
         .as_deref()
         .map(str::trim)
         .filter(|line| !line.is_empty())
-        .map(|line| format!("{line}\n"))
+        .map(|line| format!("{line}\n"));
+    let withheld = ghost_shared::masking::withheld_notice(&request.withheld_from_cloud)
+        .map(|line| format!("{line}\n"));
+    match (declaration, withheld) {
+        (None, None) => None,
+        (d, w) => Some(format!(
+            "{}{}",
+            d.unwrap_or_default(),
+            w.unwrap_or_default()
+        )),
+    }
 }
 
 /// The session's short-memory summary as a system message (prompts use it plus the last
@@ -52,6 +63,16 @@ pub fn notice_note(request: &RenderRequested) -> Option<&'static str> {
     Some(note)
 }
 
+/// Whether the work result lists sources (RESEARCH).
+fn has_sources(request: &RenderRequested) -> bool {
+    request
+        .work_result
+        .as_ref()
+        .and_then(|w| w.get("sources"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+}
+
 /// How to convey a work result by its status (failure, limit, questions).
 pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
     let status = request.work_result.as_ref()?.get("status")?.as_str()?;
@@ -63,6 +84,15 @@ pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
         "limit_reached" => {
             "\n[how to reply] The work stopped at its limit. Report briefly what was done so \
              far and what input is needed to go on."
+        }
+        "research_unavailable" => {
+            "\n[how to reply] Nothing could be looked up: there is no search available right now. \
+             Say so briefly in your own words. Do not name, invent or guess any source, URL or \
+             fact you would have looked up."
+        }
+        "done" if has_sources(request) => {
+            "\n[how to reply] Base the answer on the result and cite its sources by their URLs \
+             exactly as listed in \"sources\"; never name any other source."
         }
         "ask_user" => {
             "\n[how to reply] Before going on, the user's answer is needed: convey the result \
@@ -88,6 +118,8 @@ mod tests {
             declaration: None,
             notice: None,
             memory_summary: None,
+            withheld_from_cloud: Vec::new(),
+            may_propose: false,
         }
     }
 
@@ -102,6 +134,19 @@ mod tests {
             declaration_prefix(&r).as_deref(),
             Some("段取りを組むね。\n")
         );
+    }
+
+    #[test]
+    fn withheld_secrets_are_announced_before_the_reply() {
+        let r = RenderRequested {
+            declaration: Some("コーディングするね。".into()),
+            withheld_from_cloud: vec!["api_key".into(), "payment_card".into()],
+            ..request()
+        };
+        let prefix = declaration_prefix(&r).unwrap_or_default();
+        assert!(prefix.starts_with("コーディングするね。\n"), "{prefix}");
+        assert!(prefix.contains("api_key, payment_card"), "{prefix}");
+        assert!(prefix.ends_with('\n'), "{prefix}");
     }
 
     #[test]

@@ -1,12 +1,13 @@
-//! Fake Slack Web API: `chat.postMessage`.
+//! Fake Slack Web API: `chat.postMessage`, `auth.test`, and shared files under
+//! `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot token).
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -14,6 +15,10 @@ use super::core::{Delivery, PlatformCall, Scripted, Server, Shared};
 
 /// Path of `chat.postMessage`.
 const POST_MESSAGE: &str = "/api/chat.postMessage";
+/// Path of `auth.test`.
+const AUTH_TEST: &str = "/api/auth.test";
+/// The bot user id `auth.test` answers unless told otherwise.
+pub const FAKE_BOT_USER_ID: &str = "UFAKEBOT";
 
 /// A fake Slack Web API on `127.0.0.1:<port>`.
 #[derive(Debug, Clone)]
@@ -26,8 +31,11 @@ impl FakeSlack {
     /// Starts the server.
     pub async fn start() -> std::io::Result<FakeSlack> {
         let shared = Shared::default();
+        shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
         let app = Router::new()
             .route(POST_MESSAGE, post(post_message))
+            .route(AUTH_TEST, post(auth_test))
+            .route("/files-pri/{id}/{name}", get(file))
             .with_state(shared.clone());
         let server = Arc::new(Server::start(app).await?);
         Ok(FakeSlack { shared, server })
@@ -48,6 +56,24 @@ impl FakeSlack {
         self.shared.lock().deliveries.clone()
     }
 
+    /// The user id `auth.test` answers from now on (None: it answers `invalid_auth`).
+    pub fn set_bot_user_id(&self, user_id: Option<&str>) {
+        self.shared.lock().bot_user_id = user_id.map(str::to_owned);
+    }
+
+    /// Serves `bytes` as shared file `id`; its download URL is [`Self::file_url`].
+    pub fn set_file(&self, id: &str, bytes: Vec<u8>, content_type: &str) {
+        self.shared
+            .lock()
+            .contents
+            .insert(id.to_owned(), (bytes, content_type.to_owned()));
+    }
+
+    /// The `url_private_download` of file `id`.
+    pub fn file_url(&self, id: &str) -> String {
+        format!("{}/files-pri/{id}/image.png", self.base_url())
+    }
+
     /// Scripts the next answer of `chat.postMessage`.
     pub fn script_post(&self, s: Scripted) {
         self.shared
@@ -57,6 +83,22 @@ impl FakeSlack {
             .or_default()
             .push_back(s);
     }
+}
+
+async fn auth_test(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let user = s.lock().bot_user_id.clone();
+    let response = match (authorized, user) {
+        (true, Some(user_id)) => {
+            json!({"ok": true, "user_id": user_id, "bot_id": "BFAKE", "team_id": "T1"})
+        }
+        _ => json!({"ok": false, "error": "invalid_auth"}),
+    };
+    s.record(AUTH_TEST, &headers, &body, 200);
+    Json(response).into_response()
 }
 
 async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
@@ -117,4 +159,26 @@ async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) 
         r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
+}
+
+/// A shared file's bytes, for a request with a bot token (Slack answers others with a login
+/// page; a 403 here).
+async fn file(
+    State(s): State<Shared>,
+    Path((id, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/files-pri/{id}/{name}");
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let found = s.lock().contents.get(&id).cloned();
+    let (status, response) = match (authorized, found) {
+        (false, _) => (403, StatusCode::FORBIDDEN.into_response()),
+        (true, None) => (404, StatusCode::NOT_FOUND.into_response()),
+        (true, Some((bytes, ct))) => (200, ([(header::CONTENT_TYPE, ct)], bytes).into_response()),
+    };
+    s.record(&path, &headers, b"", status);
+    response
 }

@@ -12,10 +12,12 @@
 //!
 //! `event_key` (from `event_id`) is provided for logging and for recording ignored deliveries.
 
-use super::wire::{Envelope, EventCallback, InnerEvent, MessageEvent};
+use super::wire::{Envelope, EventCallback, InnerEvent, MessageEvent, SlackImage};
 
 /// What the gateway should do with one Slack request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One value per request, matched at once and never stored: boxing the turn buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum SlackAction {
     /// Answer the endpoint check with this challenge.
     UrlVerification {
@@ -49,7 +51,8 @@ pub struct SlackTurn {
     pub dedup_key: String,
     /// Delivery identity `slack:event:{event_id}`: the same on retries of one event only.
     pub event_key: String,
-    /// Conversation key `slack:{channel}:{thread_ts or ts}`: one session per thread.
+    /// Conversation key: `slack:{channel}` in a DM, `slack:{channel}:{thread_ts or ts}` (one
+    /// session per thread) in a channel.
     pub session_key: String,
     /// The text with our bot's mention removed and Slack's `&lt; &gt; &amp;` decoded.
     pub text: String,
@@ -65,6 +68,8 @@ pub struct SlackTurn {
     pub retry_num: Option<u32>,
     /// Which event brought it.
     pub trigger: Trigger,
+    /// The first image shared with the message, downloaded before the turn starts.
+    pub image: Option<SlackImage>,
 }
 
 /// Why a request does not start a turn.
@@ -128,7 +133,8 @@ pub fn event_dedup_key(event_id: &str) -> String {
 ///
 /// `retry_num` is the parsed `X-Slack-Retry-Num`; it does not change the outcome (a retry
 /// yields the same `dedup_key`, which the caller's durable dedup then drops). `bot_user_id` is
-/// our bot's user id (from `auth.test`); without it, own messages are still caught by
+/// our bot's user id (configured or learned from `auth.test`); without it the envelope's
+/// `authorizations[].user_id` is used, and without both own messages are still caught by
 /// `bot_id`, but channel `message` events cannot be recognised as mentions, so only
 /// `app_mention` and direct messages start turns.
 ///
@@ -163,7 +169,10 @@ fn classify_callback(
     retry_num: Option<u32>,
     bot_user_id: Option<&str>,
 ) -> SlackAction {
-    let bot_user_id = bot_user_id.filter(|b| !b.is_empty());
+    // The configured (or `auth.test`-learned) id, else the one the envelope names; a
+    // message from either is our own.
+    let named = cb.bot_user_id();
+    let bot_user_id = bot_user_id.filter(|b| !b.is_empty()).or(named);
     let (msg, is_app_mention) = match &cb.event {
         InnerEvent::Message(m) => (m, false),
         InnerEvent::AppMention(m) => (m, true),
@@ -176,10 +185,17 @@ fn classify_callback(
     if msg.bot_id.is_some() || msg.subtype.as_deref() == Some("bot_message") {
         return ignore(SlackIgnoreReason::FromBot);
     }
-    if bot_user_id.is_some() && msg.user.as_deref() == bot_user_id {
+    let own = |id: Option<&str>| id.is_some() && msg.user.as_deref() == id;
+    if own(bot_user_id) || own(named) {
         return ignore(SlackIgnoreReason::OwnMessage);
     }
-    if let Some(subtype) = &msg.subtype {
+    let image = msg.images().into_iter().next();
+    // `file_share` is a user's message with files: a turn when an image came with it.
+    if let Some(subtype) = msg
+        .subtype
+        .as_ref()
+        .filter(|s| !(s.as_str() == "file_share" && image.is_some()))
+    {
         return ignore(SlackIgnoreReason::Subtype {
             subtype: subtype.clone(),
         });
@@ -202,7 +218,7 @@ fn classify_callback(
 
     let text = unescape(&strip_bot_mention(raw_text, bot_user_id, is_app_mention));
     let text = text.trim();
-    if text.is_empty() {
+    if text.is_empty() && image.is_none() {
         return ignore(SlackIgnoreReason::EmptyText);
     }
 
@@ -211,10 +227,19 @@ fn classify_callback(
         .as_deref()
         .filter(|t| !t.is_empty())
         .unwrap_or(ts);
+    // In a DM the DM is the conversation (commands, route and short memory carry over from
+    // one message to the next); in a channel each thread is one.
+    let direct = msg.channel_type.as_deref() == Some("im")
+        || (msg.channel_type.is_none() && channel.starts_with('D'));
+    let session_key = if direct {
+        format!("slack:{channel}")
+    } else {
+        format!("slack:{channel}:{parent}")
+    };
     SlackAction::StartTurn(SlackTurn {
         dedup_key: message_dedup_key(channel, ts),
         event_key: event_dedup_key(&cb.event_id),
-        session_key: format!("slack:{channel}:{parent}"),
+        session_key,
         text: text.to_owned(),
         thread_ts: parent.to_owned(),
         channel: channel.to_owned(),
@@ -222,6 +247,7 @@ fn classify_callback(
         team_id: cb.team_id.clone(),
         retry_num,
         trigger,
+        image,
     })
 }
 
@@ -321,6 +347,34 @@ mod tests {
             SlackAction::StartTurn(t) => t,
             other => panic!("no turn: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_shared_image_starts_a_turn_even_without_text() {
+        let file = r#"{"id":"F1","mimetype":"image/png","url_private_download":"https://files.slack.com/files-pri/T1-F1/download/a.png"}"#;
+        let t = turn(classify(
+            &env(&format!(
+                r#"{{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U2","text":"","ts":"1.2","files":[{file}]}}"#
+            )),
+            None,
+            Some(BOT),
+        ));
+        let image = t.image.expect("an image");
+        assert_eq!(
+            (image.file_id.as_str(), image.mimetype.as_str()),
+            ("F1", "image/png")
+        );
+        // A PDF is no image; a file_share without an image is an ordinary subtype.
+        let pdf =
+            r#"{"id":"F2","mimetype":"application/pdf","url_private":"https://files.slack.com/x"}"#;
+        let ignored = classify(
+            &env(&format!(
+                r#"{{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U2","text":"","ts":"1.3","files":[{pdf}, 7, "x"]}}"#
+            )),
+            None,
+            Some(BOT),
+        );
+        assert!(matches!(ignored, SlackAction::Ignore { .. }));
     }
 
     fn reason(a: SlackAction) -> SlackIgnoreReason {
@@ -441,6 +495,20 @@ mod tests {
     }
 
     #[test]
+    fn own_user_is_learned_from_the_envelope_authorizations() {
+        let e = Envelope::from_slice(
+            br#"{"type":"event_callback","event_id":"Ev9","event_time":1,
+                "authorizations":[{"team_id":"T1","user_id":"UOWN","is_bot":true}],
+                "event":{"type":"message","user":"UOWN","text":"my reply","ts":"1.0","channel":"D1","channel_type":"im"}}"#,
+        );
+        let e = e.unwrap_or(Envelope::Other);
+        assert_eq!(
+            reason(classify(&e, None, None)),
+            SlackIgnoreReason::OwnMessage
+        );
+    }
+
+    #[test]
     fn own_user_is_ignored() {
         let e = env(
             r#"{"type":"message","user":"UBOT","text":"hello","ts":"1.0","channel":"D1","channel_type":"im"}"#,
@@ -478,7 +546,7 @@ mod tests {
         let t = turn(classify(&e, None, Some(BOT)));
         assert_eq!(t.trigger, Trigger::DirectMessage);
         assert_eq!(t.text, "こんにちは");
-        assert_eq!(t.session_key, "slack:D1:5.0");
+        assert_eq!(t.session_key, "slack:D1", "in a DM the DM is the session");
         // Works even when the bot's user id is unknown.
         assert!(matches!(
             classify(&e, None, None),

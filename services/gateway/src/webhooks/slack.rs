@@ -9,7 +9,7 @@ use serde_json::json;
 use tracing::info;
 
 use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
-use ghost_shared::events::{Channel, ReplyTarget, UserMessageReceived};
+use ghost_shared::events::{Channel, ReplyTarget, SlackImageReceived, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::telemetry;
@@ -42,7 +42,8 @@ pub async fn events(
         return Err(not_configured("Slack", "GHOST_SLACK_SIGNING_SECRET"));
     };
     let settings = &state.ctx.config.ghost.slack;
-    let body = read_body(body, state.ctx.config.ghost.gateway.max_body_bytes).await?;
+    let gateway = &state.ctx.config.ghost.gateway;
+    let body = read_body(body, gateway.max_body_bytes, gateway).await?;
     verify_signature(
         secret.expose().as_bytes(),
         &body,
@@ -54,19 +55,23 @@ pub async fn events(
     .map_err(|e| unauthorized("Slack", e))?;
     let envelope = Envelope::from_slice(&body).map_err(|e| bad_json("Slack", e))?;
     let retry_num = parse_retry_num(header(&headers, RETRY_NUM_HEADER));
-    match classify(&envelope, retry_num, settings.bot_user_id.as_deref()) {
+    let bot_user_id = state.slack_bot.get();
+    match classify(&envelope, retry_num, bot_user_id.as_deref()) {
         SlackAction::UrlVerification { challenge } => {
             Ok(Json(json!({ "challenge": challenge })).into_response())
         }
         SlackAction::StartTurn(turn) if valid_session_key(&turn.session_key) => {
             let (stream, event) =
                 record(turn).map_err(|e| ApiError::internal("cannot encode the Slack event", e))?;
-            state
+            let outcome = state
                 .ctx
                 .log
                 .append(&stream, ExpectedVersion::Any, &[event])
                 .await
                 .map_err(|e| ApiError::internal("cannot store the Slack event", e))?;
+            if !outcome.duplicate {
+                ghost_shared::metrics::turn_started(Channel::Slack.as_str());
+            }
             Ok(axum::http::StatusCode::OK.into_response())
         }
         SlackAction::StartTurn(turn) => {
@@ -84,31 +89,51 @@ pub async fn events(
     }
 }
 
+/// The event starting a turn: the user message, or (with an image) the image to download
+/// first, whose fetcher then appends the user message.
 fn record(turn: SlackTurn) -> Result<(String, NewEvent), serde_json::Error> {
     let id = slack_event_id(&turn.dedup_key);
     let (traceparent, tracestate) = telemetry::current_trace_headers();
     let stream = session_stream(&turn.session_key);
-    let event = NewEvent::new(
-        id,
-        &UserMessageReceived {
-            session_id: turn.session_key,
-            channel: Channel::Slack,
-            speaker: turn.user,
-            text: turn.text,
-            external_id: Some(turn.dedup_key),
-            reply_to: Some(ReplyTarget::Slack {
-                channel: turn.channel,
-                thread_ts: turn.thread_ts,
-            }),
-            image: None,
-        },
-        EventMetadata {
-            correlation_id: id,
-            causation_id: None,
-            traceparent,
-            tracestate,
-            service: crate::SERVICE.into(),
-        },
-    )?;
+    let metadata = EventMetadata {
+        correlation_id: id,
+        causation_id: None,
+        traceparent,
+        tracestate,
+        service: crate::SERVICE.into(),
+    };
+    let reply_to = ReplyTarget::Slack {
+        channel: turn.channel,
+        thread_ts: turn.thread_ts,
+    };
+    let event = match turn.image {
+        Some(image) => NewEvent::new(
+            id,
+            &SlackImageReceived {
+                session_id: turn.session_key,
+                speaker: turn.user,
+                external_id: turn.dedup_key,
+                text: turn.text,
+                file_id: image.file_id,
+                url: image.url,
+                mimetype: image.mimetype,
+                reply_to,
+            },
+            metadata,
+        ),
+        None => NewEvent::new(
+            id,
+            &UserMessageReceived {
+                session_id: turn.session_key,
+                channel: Channel::Slack,
+                speaker: turn.user,
+                text: turn.text,
+                external_id: Some(turn.dedup_key),
+                reply_to: Some(reply_to),
+                image: None,
+            },
+            metadata,
+        ),
+    }?;
     Ok((stream, event))
 }

@@ -1,17 +1,9 @@
-//! Seed 003 `postprocess_response`: from a model reply to the text watchers see — `<think>`
-//! removed, the nomination tag removed, a leading greeting removed, shortened.
+//! Seed 003 `postprocess_response`: from a model reply to the text watchers see — cut at the
+//! affect trailer's marker (as a chat reply is: the trailer is stored, never shown), `<think>`
+//! blocks and nomination tags removed where the resolver finds them (so nothing it hides is
+//! shown), a leading greeting removed, shortened.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-/// `[Next: …]` (any case, half- or full-width brackets and colon) and `{"next":"…"}` fragments.
-static TAGS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)[\[［]\s*next\s*[:：][^\]］]*[\]］]|\{[^{}]*?"next"\s*:\s*"(?:[^"\\]|\\.)*"[^{}]*\}"#,
-    )
-    .unwrap_or_else(|e| unreachable!("static pattern: {e}"))
-});
+use crate::next_speaker::without_think_and_tags;
 
 /// Post-processing settings (from `stage:`).
 #[derive(Debug, Clone, Default)]
@@ -20,21 +12,8 @@ pub struct PostProcess {
     pub greetings: Vec<String>,
     /// Longest text kept, in characters (0 = no limit).
     pub max_chars: usize,
-}
-
-/// Removes every `<think>…</think>` block; an unclosed `<think>` hides the rest.
-pub fn strip_think(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("<think>") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find("</think>") {
-            Some(end) => rest = &rest[start + end + "</think>".len()..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
+    /// The affect trailer's marker (`persona.affect_marker`): nothing from it on is shown.
+    pub affect_marker: String,
 }
 
 /// Characters that may follow a greeting and go with it.
@@ -45,9 +24,9 @@ fn is_greeting_tail(c: char) -> bool {
 impl PostProcess {
     /// The text to show for `raw`.
     pub fn apply(&self, raw: &str) -> String {
-        let visible = strip_think(raw);
-        let untagged = TAGS.replace_all(&visible, "");
-        let text = self.strip_greeting(untagged.trim());
+        let (reply, _trailer) = ghost_shared::affect::split_trailer(raw, &self.affect_marker);
+        let visible = without_think_and_tags(reply);
+        let text = self.strip_greeting(visible.trim());
         shorten(text.trim(), self.max_chars)
     }
 
@@ -104,11 +83,21 @@ pub fn shorten(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    const MARKER: &str = "<<<COCORO_GHOST_PARTNER_AFFECT_JSON_v1>>>";
+
     fn pp(max: usize) -> PostProcess {
         PostProcess {
             greetings: vec!["こんにちは".into(), "hello".into(), "hi".into()],
             max_chars: max,
+            affect_marker: MARKER.into(),
         }
+    }
+
+    #[test]
+    fn the_affect_trailer_is_cut_off() {
+        let raw = format!("今日は晴れ。[Next: NOX]\n{MARKER}\n{{\"reflection_text\":\"secret\"}}");
+        assert_eq!(pp(0).apply(&raw), "今日は晴れ。");
+        assert_eq!(pp(0).apply(&format!("{MARKER}{{}}")), "");
     }
 
     #[test]
@@ -123,6 +112,23 @@ mod tests {
             pp(0).apply("visible <think>never closed [Next: X]"),
             "visible"
         );
+    }
+
+    #[test]
+    fn think_blocks_of_any_case_or_width_are_removed_like_the_resolver_reads_them() {
+        assert_eq!(pp(0).apply("<THINK>plan</Think>見える"), "見える");
+        assert_eq!(pp(0).apply("<tHiNk>plan</THINK>ａｂ [Next: NOX]"), "ａｂ");
+        assert_eq!(
+            pp(0).apply("＜ｔｈｉｎｋ＞秘密＜／ｔｈｉｎｋ＞表の話"),
+            "表の話"
+        );
+        assert_eq!(pp(0).apply("前半＜ＴＨＩＮＫ＞閉じない秘密"), "前半");
+        assert_eq!(pp(0).apply("x <Think>a</think> y <think>b"), "x  y");
+        assert_eq!(
+            pp(0).apply("全角のまま ［Ｎｅｘｔ：ＮＯＸ］ です"),
+            "全角のまま  です"
+        );
+        assert_eq!(pp(0).apply("＜think> half＜／ＴＨＩＮＫ>ok"), "ok");
     }
 
     #[test]
