@@ -9,10 +9,12 @@
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
+//! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
+pub mod chaos;
 pub mod doctor;
 pub mod load;
 pub mod memory_bench;
