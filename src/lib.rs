@@ -10,10 +10,13 @@
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
 //! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
-//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first.
+//! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
+//! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
+//! - [`route_report`]: `ghost route-report`, the routes users corrected.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
+pub mod autonomy_load;
 pub mod chaos;
 pub mod doctor;
 pub mod load;
@@ -21,6 +24,7 @@ pub mod memory_bench;
 pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;
+pub mod route_report;
 pub mod stack;
 pub mod stage_load;
 pub mod webhook_load;

@@ -63,9 +63,30 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Lists the routes users corrected (negation or a command right after an automatically
+    /// routed answer), counted by wrong → right route, as JSON (from the routing log).
+    RouteReport {
+        /// At most this many corrections, newest first.
+        #[arg(long, default_value_t = 200)]
+        limit: i64,
+    },
     /// Resolves who speaks next from a reply on stdin (seed 000) and prints the decision as
     /// JSON: {"next_id", "reason", "extracted", "normalized"}.
     NextSpeaker(ghost::probe::NextSpeakerArgs),
+    /// Autonomy on demand.
+    Autonomy {
+        #[command(subcommand)]
+        command: AutonomyCommand,
+    },
+    /// Drives autonomy ticks (decision, web_access, result, persona message) against a
+    /// zero-delay fake model and reports ticks per second and decision-to-message time
+    /// (see BENCHMARKS.md).
+    AutonomyLoad(ghost::autonomy_load::AutonomyLoadArgs),
+    /// ActionDecision probe (seed 001).
+    Decision {
+        #[command(subcommand)]
+        command: DecisionCommand,
+    },
     /// Memory write plans (issue 12).
     WritePlan {
         #[command(subcommand)]
@@ -93,6 +114,20 @@ enum Command {
     /// answered once, lost and duplicated; exits non-zero when anything was lost or
     /// duplicated (see BENCHMARKS.md, Chaos).
     Chaos(ghost::chaos::ChaosArgs),
+}
+
+#[derive(Subcommand)]
+enum AutonomyCommand {
+    /// Asks the persona to deliberate now (records an AutonomyTickRequested; the worker
+    /// decides) and prints the tick's event id.
+    Tick,
+}
+
+#[derive(Subcommand)]
+enum DecisionCommand {
+    /// Reads an ActionDecision on stdin and prints {"valid": bool, "errors": [...]} (no
+    /// database, no model).
+    Validate,
 }
 
 #[derive(Subcommand)]
@@ -211,7 +246,18 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
+            Command::Autonomy {
+                command: AutonomyCommand::Tick,
+            } => autonomy_tick().await,
+            Command::AutonomyLoad(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::autonomy_load::run(args).await
+            }
+            Command::Decision {
+                command: DecisionCommand::Validate,
+            } => ghost::probe::decision_validate(),
             Command::WritePlan {
                 command: WritePlanCommand::Apply { now },
             } => ghost::memory_probe::write_plan_apply(now),
@@ -237,6 +283,27 @@ async fn run(command: Command) -> Result<()> {
             }
         }
     }
+}
+
+/// `ghost autonomy tick`.
+async fn autonomy_tick() -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let persona = config.ghost.persona.character.clone();
+    let ctx = ghost_shared::service::ServiceContext::connect(config, "cli").await?;
+    let id = ghost_shared::autonomy::tick::request_tick(
+        &ctx.log,
+        uuid::Uuid::new_v4(),
+        &persona,
+        ghost_shared::autonomy::events::TickTrigger::Cli,
+        ctx.service,
+    )
+    .await?;
+    println!(
+        "{}",
+        serde_json::json!({"tick_event_id": id, "persona": persona})
+    );
+    Ok(())
 }
 
 async fn migrate(config: &Config) -> Result<EventStore> {
@@ -454,6 +521,16 @@ fn mood_probe(now: f64) -> Result<()> {
 }
 
 /// `ghost route`: the first routing stage for stdin, as JSON on stdout.
+/// `ghost route-report`: the corrected routes as one JSON object.
+async fn route_report(limit: i64) -> Result<()> {
+    let config = load_config()?;
+    require_infrastructure(&config).await?;
+    let store = migrate(&config).await?;
+    let report = ghost::route_report::report(store.pool(), limit).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
 fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
     use std::io::Read;
     let path = match rules {

@@ -58,3 +58,24 @@ pub fn next_speaker(args: NextSpeakerArgs) -> Result<()> {
     println!("{}", decision.to_json());
     Ok(())
 }
+
+/// `ghost decision validate`: an ActionDecision on stdin, `{"valid": bool, "errors": [...]}`
+/// on stdout (no database, no model). Exit status 0 either way: the answer is the JSON.
+pub fn decision_validate() -> Result<()> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read the decision from stdin")?;
+    println!("{}", decision_report(&bytes));
+    Ok(())
+}
+
+/// The probe's answer for `bytes`.
+pub fn decision_report(bytes: &[u8]) -> serde_json::Value {
+    let errors = match std::str::from_utf8(bytes) {
+        Ok(text) => ghost_shared::autonomy::decision::parse_decision(text).err(),
+        Err(e) => Some(vec![format!("not UTF-8: {e}")]),
+    }
+    .unwrap_or_default();
+    serde_json::json!({"valid": errors.is_empty(), "errors": errors})
+}

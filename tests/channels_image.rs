@@ -293,3 +293,91 @@ async fn an_oversized_image_is_refused_while_it_streams_not_after() {
     );
     c.cleanup().await;
 }
+
+/// A Slack DM sharing file `file_id` at `url`, with `text`.
+fn slack_image_event(event_id: &str, ts: &str, file_id: &str, url: &str, text: &str) -> String {
+    support::platforms::slack_event(
+        event_id,
+        json!({"type":"message","subtype":"file_share","channel_type":"im","channel":"D9",
+               "user":"U9","text":text,"ts":ts,"event_ts":ts,
+               "files":[{"id":file_id,"mimetype":"image/png","filetype":"png",
+                         "url_private":url,"url_private_download":url}]}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_image_is_downloaded_with_the_bot_token_and_reaches_the_model() {
+    capture();
+    // The fake Slack serves the file (its files are `slack.files_base`) and takes the reply.
+    let c = ChannelApp::spawn(&[("GHOST_LLM__PERSONA__PROVIDER", "openai")]).await;
+    let bytes = png();
+    c.slack.set_file("F1", bytes.clone(), "image/png");
+    let url = c.slack.file_url("F1");
+    c.app.reply(Script::reply("a nice picture"));
+    let body = slack_image_event("Ev-img", "1700000100.000100", "F1", &url, "これ見て");
+    assert_eq!(c.post_slack_signed(&body, None).await, 200);
+
+    let d = c.slack_deliveries(1).await;
+    assert_eq!(d[0].texts, vec!["a nice picture".to_string()]);
+    assert_eq!(d[0].thread_ts.as_deref(), Some("1700000100.000100"));
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["text"], "これ見て");
+    assert_eq!(msgs[0]["channel"], "slack");
+    let media_id: uuid::Uuid =
+        serde_json::from_value(msgs[0]["image"]["media_id"].clone()).expect("a media id");
+    // Downloaded with the bot token.
+    let download = c
+        .slack
+        .calls()
+        .into_iter()
+        .find(|call| call.path.starts_with("/files-pri/F1/"))
+        .expect("the file was fetched");
+    assert_eq!(download.status, 200);
+    // The model saw it like a LINE image, and the hand-over was audited.
+    let data_uri = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&bytes)
+    );
+    assert_eq!(image_url_sent(&c).as_deref(), Some(data_uri.as_str()));
+    let audits = audit_lines(
+        "LLM image audit before request",
+        &format!("media:{media_id}"),
+    );
+    assert_eq!(audits.len(), 1);
+    assert_eq!(audits[0]["included"], true);
+    // Kept in the media table under the same retention.
+    let media = MediaStore::new(c.app.store.pool().clone());
+    assert!(media.get(media_id).await.unwrap().is_some());
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_file_url_outside_the_files_base_never_gets_the_token() {
+    capture();
+    let elsewhere = ghost_testkit::fake_platforms::FakeSlack::start()
+        .await
+        .unwrap();
+    elsewhere.set_file("F2", png(), "image/png");
+    let c = ChannelApp::spawn(&[("GHOST_LLM__PERSONA__PROVIDER", "openai")]).await;
+    c.app.reply(Script::reply("I could not see it"));
+    let body = slack_image_event(
+        "Ev-img2",
+        "1700000200.000100",
+        "F2",
+        &elsewhere.file_url("F2"),
+        "",
+    );
+    assert_eq!(c.post_slack_signed(&body, None).await, 200);
+    let d = c.slack_deliveries(1).await;
+    assert_eq!(d[0].texts, vec!["I could not see it".to_string()]);
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(msgs[0]["text"], ghost_gateway::media::IMAGE_FAILED_TEXT);
+    assert!(msgs[0]["image"].is_null());
+    assert!(
+        elsewhere.calls().is_empty(),
+        "the token never left for another host"
+    );
+    assert!(image_url_sent(&c).is_none());
+    c.cleanup().await;
+}

@@ -342,3 +342,130 @@ async fn an_oversized_frame_or_message_is_refused_and_the_gateway_goes_on() {
     }
     app.cleanup().await;
 }
+
+#[tokio::test]
+async fn think_blocks_of_any_case_or_width_never_reach_watchers() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "3")]).await;
+    let say = |id: &str, text: &str| app.llm.push_for_model(&model(id), Script::reply(text));
+    say(
+        "LUMINA",
+        "<THINK>secret-one [Next: kuro]</Think>星の話をしよう。[Next: NOX]",
+    );
+    say(
+        "NOX",
+        "＜ｔｈｉｎｋ＞secret-two＜／ＴＨＩＮＫ＞賛成だ。［Ｎｅｘｔ：ＣＬＡＲＩＳ］",
+    );
+    say(
+        "CLARIS",
+        "いいわね。 <tHiNk>secret-three, never closed [Next: NOX]",
+    );
+    let mut ws = connect(&app, "think").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: LUMINA] 話そう"}),
+    )
+    .await;
+    let frames = frames_until(&mut ws, is_active).await;
+
+    assert_eq!(speakers(&frames), ["LUMINA", "NOX", "CLARIS"]);
+    let texts: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "message")
+        .map(|f| f["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["星の話をしよう。", "賛成だ。", "いいわね。"]);
+    let everything = serde_json::to_string(&frames).unwrap();
+    assert!(
+        !everything.to_lowercase().contains("secret"),
+        "{everything}"
+    );
+    // The resolver read the same text: the hidden nominations were not taken.
+    let events = stage_events(&app, "think").await;
+    let reasons: Vec<(Option<String>, String)> = events
+        .iter()
+        .filter_map(|e| e.decode::<NextSpeakerChosen>().ok())
+        .map(|c| (c.next_id, c.reason.as_str().to_owned()))
+        .collect();
+    assert_eq!(reasons[0], (Some("NOX".into()), "tag".into()));
+    assert_eq!(reasons[1], (Some("CLARIS".into()), "tag".into()));
+    assert_eq!(
+        reasons[2].1, "round_robin",
+        "an unclosed block hides its tag"
+    );
+    // Later prompts and the saved memory never hold the thoughts either.
+    for r in app.llm.requests() {
+        assert!(!r.body.to_string().contains("secret"), "{}", r.body);
+    }
+    let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert!(!memory.summary.contains("secret"));
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_second_run_is_given_what_the_first_run_saved_to_memory() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "1")]).await;
+    app.llm.push_for_model(
+        &model("LUMINA"),
+        Script::reply("灯台の色は赤だと決めたよ。[Next: NOX]"),
+    );
+    let mut ws = connect(&app, "memory").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: LUMINA] 灯台は何色？"}),
+    )
+    .await;
+    frames_until(&mut ws, is_active).await;
+    let events = stage_events(&app, "memory").await;
+    let first: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert!(first.summary.contains("灯台の色は赤だと決めたよ。"));
+    let first_prompt = app.llm.requests().last().unwrap().last_user_text().unwrap();
+    assert!(
+        !first_prompt.contains("remembers from earlier"),
+        "the first run has nothing to remember: {first_prompt}"
+    );
+
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("赤だったね。[Next: LUMINA]"));
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: NOX] さっき何て言った？"}),
+    )
+    .await;
+    frames_until(&mut ws, is_active).await;
+    let second = app
+        .llm
+        .requests()
+        .into_iter()
+        .rfind(|r| r.body["model"] == model("NOX"))
+        .expect("NOX was asked");
+    let user_turn = second.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(user_turn.contains("What this stage remembers from earlier conversations"));
+    assert!(
+        user_turn.contains(first.summary.trim()),
+        "the first run's memory is in the prompt: {user_turn}"
+    );
+    let rules = second.system_text().unwrap();
+    assert!(
+        rules.contains("what this stage remembers"),
+        "the rules say so"
+    );
+
+    // Another stage remembers nothing of this one.
+    app.llm
+        .push_for_model(&model("NOX"), Script::reply("はじめてだね。[Next: LUMINA]"));
+    let mut other = connect(&app, "memory-other").await;
+    send(
+        &mut other,
+        json!({"type": "user", "text": "[Next: NOX] やあ"}),
+    )
+    .await;
+    frames_until(&mut other, is_active).await;
+    let fresh = app.llm.requests().last().unwrap().body.to_string();
+    assert!(!fresh.contains("灯台"), "{fresh}");
+    app.cleanup().await;
+}

@@ -85,6 +85,23 @@ pub struct RouteDecided {
     /// confidence, fallback reason, notice (masked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
+    /// The previous message's route, marked as misclassified by this message (the user's
+    /// negation or an explicit command right after an automatically routed answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrects: Option<Misclassification>,
+}
+
+/// A previous routing decision the user corrected (seed 002 誤分類検知).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Misclassification {
+    /// The corrected user message.
+    pub user_event_id: Uuid,
+    /// The route it was given.
+    pub route: Route,
+    /// How it was decided then (`rule`, `classifier`, …).
+    pub source: RouteSource,
+    /// `negation` (the classifier read a rejection) or `explicit` (a route command).
+    pub signal: String,
 }
 
 fn primary_default() -> bool {
@@ -118,6 +135,10 @@ pub struct RenderRequested {
     /// The session's short-memory summary, when the history has grown past its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_summary: Option<String>,
+    /// Before replying, the persona judges whether the work result reaches the user's goal
+    /// and may propose the next step (`PersonaProposed`, decided by the router) instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_propose: bool,
 }
 
 impl EventPayload for RenderRequested {
@@ -249,6 +270,10 @@ pub struct WorkerCompleted {
     pub route: Route,
     /// The worker's output as returned by the model.
     pub result: String,
+    /// RESEARCH: the source URLs the search returned and the worker was given (the only
+    /// sources a reply may cite).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl EventPayload for WorkerCompleted {
@@ -389,6 +414,32 @@ pub struct LoopDecided {
     /// Why the worker's output was a failure (contract violation or worker error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The persona's proposal this decision answers (`continue: reason`, …), or why it
+    /// was ignored (`invalid: …`); absent for decisions after a worker run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona_proposal: Option<String>,
+}
+
+/// The persona's judgement of a work result before replying (seed 002: the conversation
+/// model may propose to continue, stop, ask the user or reroute; the router decides). The
+/// raw model output is validated by the router, like the classifier's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonaProposed {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being served.
+    pub user_event_id: Uuid,
+    /// The `RenderRequested` the proposal answers.
+    pub render_event_id: Uuid,
+    /// The model's output as returned (cut, secrets masked); empty when the call failed.
+    pub raw: String,
+    /// Why the call produced nothing (timeout, transport, model error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_failed: Option<String>,
+}
+
+impl EventPayload for PersonaProposed {
+    const EVENT_TYPE: &'static str = "PersonaProposed";
 }
 
 impl EventPayload for LoopDecided {
@@ -719,6 +770,32 @@ pub struct LineImageReceived {
 
 impl EventPayload for LineImageReceived {
     const EVENT_TYPE: &'static str = "LineImageReceived";
+}
+
+/// A Slack message came with an image; the gateway downloads it with the bot token and then
+/// appends the turn's `UserMessageReceived` (the acknowledgement never waits for it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlackImageReceived {
+    /// The conversation.
+    pub session_id: String,
+    /// Sender.
+    pub speaker: String,
+    /// The message's dedup key (`slack:msg:{channel}:{ts}`).
+    pub external_id: String,
+    /// The message's text (may be empty).
+    pub text: String,
+    /// Slack's file id.
+    pub file_id: String,
+    /// Its `url_private_download`.
+    pub url: String,
+    /// Its `mimetype`.
+    pub mimetype: String,
+    /// Where to answer.
+    pub reply_to: ReplyTarget,
+}
+
+impl EventPayload for SlackImageReceived {
+    const EVENT_TYPE: &'static str = "SlackImageReceived";
 }
 
 /// The gateway is about to make a platform call that cannot be deduplicated by the platform

@@ -11,6 +11,7 @@
 //!   [`projections`]: the read models several services read (`assistant_text`);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices);
 //! - [`masking`]: secrets and personal data masked before logs or the cloud;
+//! - [`autonomy`]: action decisions, capability results, autonomy events and subjects;
 //! - [`affect`]: the affect trailer, mood constants and mood state (seed 004);
 //! - [`mood_api`]: the mood service's request/reply protocol on core NATS;
 //! - [`turn_stream`] / [`stage_signal`]: what travels on a turn's / a stage's core-NATS
@@ -24,11 +25,13 @@
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
+//! - [`web`]: web search (SearXNG JSON) and page fetching, bounded, as text with sources;
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
 //!
 //! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
 
 pub mod affect;
+pub mod autonomy;
 pub mod bus;
 pub mod config;
 pub mod envelope;
@@ -53,3 +56,4 @@ pub mod store;
 pub mod telemetry;
 pub mod template;
 pub mod turn_stream;
+pub mod web;

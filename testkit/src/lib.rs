@@ -5,6 +5,7 @@
 //! - [`fake_llm`]: a fake LLM server speaking the Ollama and OpenAI-compatible wire formats
 //!   (streaming included), scripted per request;
 //! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
+//! - [`fake_search`]: a fake web: SearXNG-JSON search endpoint and pages (delays, types);
 //! - [`testing`]: per-test environments on the real Postgres and NATS (own database, own
 //!   subject prefix and stream), plus event builders and `eventually`;
 //! - `fuzz` (feature `fuzz`): hostile inputs and the case count for the boundary parsers'
@@ -15,6 +16,7 @@
 
 pub mod fake_llm;
 pub mod fake_platforms;
+pub mod fake_search;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod testing;

@@ -39,6 +39,8 @@ pub enum Kind {
     Summary,
     /// The worker's reflection on a reply without an affect trailer.
     Reflect,
+    /// The persona's judgement of a work result before replying.
+    Proposal,
     /// The persona's reply.
     Persona,
 }
@@ -56,6 +58,8 @@ pub fn kind(r: &RecordedRequest) -> Kind {
         Kind::Summary
     } else if system.contains("You read one exchange between a user and") {
         Kind::Reflect
+    } else if system.contains("whether a task result reaches what the") {
+        Kind::Proposal
     } else {
         Kind::Persona
     }
@@ -83,6 +87,21 @@ pub struct Scripts {
     pub kuro: HashMap<String, String>,
     /// Worker output for a task (default: [`CONTRACT_OK`]).
     pub worker: Option<WorkerScript>,
+    /// The persona's proposal by the user's message (default: [`GOAL_REACHED`]).
+    pub proposal: HashMap<String, String>,
+}
+
+/// The persona's judgement that a result reaches the goal.
+pub const GOAL_REACHED: &str = r#"{"goal_reached":true}"#;
+
+/// The user's message inside a proposal request.
+pub fn proposal_text(r: &RecordedRequest) -> String {
+    let user = r.last_user_text().unwrap_or_default();
+    let start = user
+        .find("<<<USER_MESSAGE\n")
+        .map_or(0, |i| i + "<<<USER_MESSAGE\n".len());
+    let end = user.find("\nUSER_MESSAGE>>>").unwrap_or(user.len());
+    user.get(start..end).unwrap_or_default().to_owned()
 }
 
 const CHAT_DECISION: &str = r#"{"route":"CHAT","confidence":0.9,"reason":"chat","evidence":[]}"#;
@@ -137,6 +156,11 @@ impl RoutingApp {
                 },
                 Kind::Summary => "short summary of the talk".to_owned(),
                 Kind::Reflect => super::support::NEUTRAL_AFFECT.to_owned(),
+                Kind::Proposal => scripts
+                    .proposal
+                    .get(&proposal_text(r))
+                    .cloned()
+                    .unwrap_or_else(|| GOAL_REACHED.to_owned()),
                 Kind::Persona => PERSONA_REPLY.to_owned(),
             };
             Script::chunks(vec![text.as_str()])

@@ -36,6 +36,7 @@ impl ChannelApp {
         let line = FakeLine::start().await.expect("fake line");
         let slack = FakeSlack::start().await.expect("fake slack");
         let (lb, sb) = (line.base_url(), slack.base_url());
+        let files = format!("{sb}/files-pri/");
         let mut vars: Vec<(&str, &str)> = vec![
             ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
             ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "line-access-token"),
@@ -47,6 +48,7 @@ impl ChannelApp {
             ("GHOST_SLACK__API_BASE", &sb),
             ("GHOST_SLACK__BOT_USER_ID", BOT),
             ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
+            ("GHOST_SLACK__FILES_BASE", &files),
         ];
         vars.extend_from_slice(extra);
         let app = TestApp::spawn_services(services, &vars).await;

@@ -115,6 +115,7 @@ impl EventHandler for Coder {
             match self.llm.chat(&messages).await {
                 Ok(result) => {
                     let done = WorkerCompleted {
+                        sources: Vec::new(),
                         session_id: work.session_id.clone(),
                         user_event_id: work.user_event_id,
                         route: work.route,

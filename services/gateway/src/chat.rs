@@ -18,7 +18,10 @@ use tracing::{info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use uuid::Uuid;
 
-use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent, RecordedEvent};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
+use ghost_shared::envelope::{
+    session_stream, EventMetadata, EventPayload, NewEvent, RecordedEvent,
+};
 use ghost_shared::events::{ends_turn, Channel, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::{ExpectedVersion, StoreError};
@@ -175,6 +178,9 @@ fn busy(session_id: &str) -> ApiError {
     )
 }
 
+/// Events read back to find the session's last turn event.
+const TURN_LOOKBACK: i64 = 32;
+
 /// Appends the user's message unless the session is mid-turn.
 async fn append_message(
     state: &AppState,
@@ -183,13 +189,20 @@ async fn append_message(
     input: ChatInput,
 ) -> Result<RecordedEvent, ApiError> {
     let store = state.ctx.store();
-    let last = store
-        .last_event(stream)
+    let tail = store
+        .read_stream_tail(stream, TURN_LOOKBACK)
         .await
         .map_err(|e| ApiError::internal("event store unavailable", e))?;
+    let last = tail.last().cloned();
     let turn_timeout =
         chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
-    if let Some(last) = &last {
+    // The persona's autonomy messages land in the conversation without being a turn: the
+    // last turn event decides whether one is running.
+    let last_turn_event = tail
+        .iter()
+        .rev()
+        .find(|e| e.event_type != AutonomyMessageRendered::EVENT_TYPE);
+    if let Some(last) = last_turn_event {
         let running =
             !ends_turn(&last.event_type) && chrono::Utc::now() - last.recorded_at < turn_timeout;
         if running {

@@ -5,6 +5,8 @@
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz`;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
+//! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
+//!   persona's autonomy messages and the activity stream, for consoles);
 //! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
@@ -17,6 +19,7 @@
 //!   retry policies — used by the handlers and by delivery.
 
 pub mod auth;
+pub mod autonomy;
 pub mod chat;
 pub mod deliver;
 pub mod error;
@@ -66,6 +69,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(partner_mood::delete),
         )
         .route("/stage", get(stage::stage))
+        .route("/autonomy/tick", post(autonomy::tick))
         .route("/memory", get(memory::get))
         .route("/recalls/{event_id}", get(recalls::get))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -76,6 +80,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/webhooks/line", post(webhooks::line::webhook))
         .route("/webhooks/slack", post(webhooks::slack::events))
+        // Checks its own token: the header, or `?token=` (browser WebSockets).
+        .route("/api/events", get(autonomy::events))
         .nest("/api", api)
         .with_state(state)
 }

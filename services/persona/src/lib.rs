@@ -4,10 +4,13 @@
 //! - [`prompt`]: the system prompt template;
 //! - [`capsule`]: the mood capsule and tone guide;
 //! - [`render`]: the `RenderRequested` handler (idempotent: one reply per request);
+//! - [`autonomy_message`]: the persona's message about an autonomous action (stored, then
+//!   published; nothing when the render fails);
 //! - [`recall`]: what the persona remembers before it replies (seed 001 B-1/B-2);
 //! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
+pub mod autonomy_message;
 pub mod capsule;
 pub mod next_speaker;
 pub mod prompt;
@@ -47,6 +50,11 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx.bus().clone(),
         ConsumerSpec::new(SERVICE, RenderRequested::EVENT_TYPE),
         renderer,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, autonomy_message::CONSUMES),
+        Arc::new(autonomy_message::MessageRenderer::new(ctx.clone())?),
     ));
     stage::start(&ctx, &mut handle)?;
     Ok(handle)

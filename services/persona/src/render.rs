@@ -8,14 +8,16 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AssistantReplied, RenderFailed, RenderRequested, UserMessageReceived,
-    RECALL_STEP,
+    persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
+    UserMessageReceived, RECALL_STEP,
 };
 use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
+use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::service::{ServiceContext, ServiceError};
@@ -32,6 +34,10 @@ use crate::routing_notes;
 /// stored under them is not rendered again.
 const STEP_REPLIED: &str = "AssistantReplied";
 const STEP_FAILED: &str = "RenderFailed";
+const STEP_PROPOSED: &str = "PersonaProposed";
+
+/// Longest proposal output kept on the event, in characters (the router validates it).
+const MAX_PROPOSAL_CHARS: usize = 2000;
 
 /// Handles `RenderRequested`: one `AssistantReplied` or one `RenderFailed` per request.
 pub struct Renderer {
@@ -40,6 +46,8 @@ pub struct Renderer {
     system_prompt: String,
     /// The instruction asking for the affect trailer, marker filled in.
     trailer_prompt: String,
+    /// The instruction for judging a work result before replying.
+    proposal_prompt: String,
     llm: LlmClient,
     /// Recall before the reply (`None` when `memory.recall_enabled` is off).
     recaller: Option<Recaller>,
@@ -80,6 +88,13 @@ impl Renderer {
                 ))
             })?
             .replace("{{marker}}", &settings.affect_marker);
+        let proposal_path = ctx.config.resolve(&settings.proposal_prompt_file);
+        let proposal_prompt = std::fs::read_to_string(&proposal_path).map_err(|e| {
+            ServiceError::Config(format!(
+                "persona.proposal_prompt_file {}: {e}",
+                proposal_path.display()
+            ))
+        })?;
         let llm = match &character.llm {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
@@ -92,6 +107,7 @@ impl Renderer {
         Ok(Self {
             system_prompt: prompt.render(&character),
             trailer_prompt,
+            proposal_prompt,
             recaller,
             character,
             llm,
@@ -138,6 +154,9 @@ impl Renderer {
                 history.push(ChatMessage::user(m.text));
             } else if let Ok(r) = e.decode::<AssistantReplied>() {
                 history.push(ChatMessage::assistant(r.text));
+            } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                // What the persona said on its own is part of the conversation.
+                history.push(ChatMessage::assistant(m.text));
             }
         }
         let skip = history.len().saturating_sub(history_turns);
@@ -216,6 +235,37 @@ impl Renderer {
         Ok(Some(ImagePart::from_source(Arc::new(
             media.image(media_id),
         ))))
+    }
+
+    /// Judges the work result before replying: the model's raw proposal (the router
+    /// validates it), or why the call failed. Nothing reaches the user.
+    async fn propose(&self, request: &RenderRequested) -> PersonaProposed {
+        let result = request
+            .work_result
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let messages = [
+            ChatMessage::system(self.proposal_prompt.clone()),
+            ChatMessage::user(format!(
+                "<<<USER_MESSAGE\n{}\nUSER_MESSAGE>>>\n<<<TASK_RESULT\n{result}\nTASK_RESULT>>>",
+                request.user_text
+            )),
+        ];
+        let (raw, call_failed) = match self.llm.chat(&messages).await {
+            Ok(raw) => {
+                let cut: String = raw.chars().take(MAX_PROPOSAL_CHARS).collect();
+                (mask_secrets(&cut).into_owned(), None)
+            }
+            Err(e) => (String::new(), Some(format!("{}: {e}", e.code()))),
+        };
+        PersonaProposed {
+            session_id: request.session_id.clone(),
+            user_event_id: request.user_event_id,
+            render_event_id: Uuid::nil(),
+            raw,
+            call_failed,
+        }
     }
 
     /// The mood to answer in: the mood service's answer, or the calm default when it does
@@ -311,13 +361,37 @@ impl EventHandler for Renderer {
             Some(done) => Some(done),
             None => {
                 self.ctx
-                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED])
+                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED, STEP_PROPOSED])
                     .await?
             }
         };
         if let Some(done) = done {
+            if done.is::<PersonaProposed>() {
+                info!(event_id = %done.event_id, "proposal already made; the router decides");
+                return Ok(());
+            }
             info!(event_id = %done.event_id, "render already done; not rendering again");
             self.publish(&turn, &outcome_message(&done)).await;
+            return Ok(());
+        }
+
+        // A finished work result: judge it first; the router decides what follows.
+        if request.may_propose {
+            let proposed = PersonaProposed {
+                render_event_id: event.event_id,
+                ..self.propose(&request).await
+            };
+            info!(
+                call_failed = proposed.call_failed.is_some(),
+                "persona judged the work result"
+            );
+            let e = NewEvent::caused_by(&event, STEP_PROPOSED, &proposed, self.ctx.service)
+                .map_err(HandlerError::permanent)?;
+            self.ctx
+                .log
+                .append(&stream, ExpectedVersion::Any, &[e])
+                .await
+                .map_err(HandlerError::transient)?;
             return Ok(());
         }
 

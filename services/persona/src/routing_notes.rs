@@ -52,6 +52,16 @@ pub fn notice_note(request: &RenderRequested) -> Option<&'static str> {
     Some(note)
 }
 
+/// Whether the work result lists sources (RESEARCH).
+fn has_sources(request: &RenderRequested) -> bool {
+    request
+        .work_result
+        .as_ref()
+        .and_then(|w| w.get("sources"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+}
+
 /// How to convey a work result by its status (failure, limit, questions).
 pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
     let status = request.work_result.as_ref()?.get("status")?.as_str()?;
@@ -63,6 +73,15 @@ pub fn status_note(request: &RenderRequested) -> Option<&'static str> {
         "limit_reached" => {
             "\n[how to reply] The work stopped at its limit. Report briefly what was done so \
              far and what input is needed to go on."
+        }
+        "research_unavailable" => {
+            "\n[how to reply] Nothing could be looked up: there is no search available right now. \
+             Say so briefly in your own words. Do not name, invent or guess any source, URL or \
+             fact you would have looked up."
+        }
+        "done" if has_sources(request) => {
+            "\n[how to reply] Base the answer on the result and cite its sources by their URLs \
+             exactly as listed in \"sources\"; never name any other source."
         }
         "ask_user" => {
             "\n[how to reply] Before going on, the user's answer is needed: convey the result \
@@ -88,6 +107,7 @@ mod tests {
             declaration: None,
             notice: None,
             memory_summary: None,
+            may_propose: false,
         }
     }
 

@@ -4,10 +4,10 @@
 //! (`ghost_testkit::fuzz`).
 
 use ghost_persona::next_speaker::{
-    extract_last_tag, resolve_next_speaker_with_rng, NominationPolicy, SpeakerEntry,
-    SpeakerRegistry, XorShift64,
+    extract_last_tag, resolve_next_speaker_with_rng, without_think_and_tags, NominationPolicy,
+    SpeakerEntry, SpeakerRegistry, XorShift64,
 };
-use ghost_persona::stage::postprocess::{shorten, strip_think};
+use ghost_persona::stage::postprocess::{shorten, PostProcess};
 use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
@@ -28,7 +28,7 @@ proptest! {
             SpeakerEntry::new("NOX", "ノクス", "の"),
         ]);
         let Ok(registry) = registry else { panic!("registry rejected") };
-        let visible = strip_think(&reply);
+        let visible = without_think_and_tags(&reply);
         let short = shorten(&visible, max);
         prop_assert!(max == 0 || short.chars().count() <= max);
         let _ = extract_last_tag(&reply);
@@ -42,5 +42,23 @@ proptest! {
         if let Some(id) = &decision.next_id {
             prop_assert!(registry.ids().any(|r| r == id), "unregistered {id:?}");
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(fuzz::config())]
+
+    /// What a `<think>` block holds never reaches watchers, whatever the case or width of its
+    /// markers and whatever surrounds it (seed 003 `postprocess_response`).
+    #[test]
+    fn thoughts_never_reach_watchers(
+        before in fuzz::model_output(REPLIES),
+        after in fuzz::model_output(REPLIES),
+        open in prop::sample::select(vec!["<think>", "<THINK>", "<Think>", "＜ｔｈｉｎｋ＞", "＜ＴＨＩＮＫ＞"]),
+        close in prop::sample::select(vec!["</think>", "</THINK>", "＜／Ｔｈｉｎｋ＞", ""]),
+    ) {
+        let reply = format!("{before}{open}SECRET-PLAN{close}{after}");
+        let shown = PostProcess::default().apply(&reply);
+        prop_assert!(!shown.contains("SECRET-PLAN"), "{shown:?}");
     }
 }

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
 use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{ClassifierReplied, UserMessageReceived, WorkerCompleted, WorkerFailed};
+use ghost_shared::events::{
+    ClassifierReplied, PersonaProposed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+};
 use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
@@ -65,6 +67,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ClassifierReplied::EVENT_TYPE,
         WorkerCompleted::EVENT_TYPE,
         WorkerFailed::EVENT_TYPE,
+        PersonaProposed::EVENT_TYPE,
     ] {
         handle.spawn(run_consumer(
             ctx.bus().clone(),

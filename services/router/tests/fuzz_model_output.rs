@@ -1,13 +1,13 @@
-//! Fuzzed model output at the router: the classifier's verdict, the worker contract and
-//! Kuro's delegation decision never panic the parsers, every failure is a clear error, and
-//! nothing a model writes can take a `/local` session to the cloud. `PROPTEST_CASES` inputs
-//! per property (`ghost_testkit::fuzz`).
+//! Fuzzed model output at the router: the classifier's verdict, the worker contract, the
+//! persona's proposal and Kuro's delegation decision never panic the parsers, every failure
+//! is a clear error, and nothing a model writes can take a `/local` session to the cloud.
+//! `PROPTEST_CASES` inputs per property (`ghost_testkit::fuzz`).
 
 use std::sync::LazyLock;
 
 use ghost_router::routing::{
-    first_stage_in, parse_classifier_output, parse_worker_output, EntryMode, RoutingConfig,
-    SessionRouting,
+    first_stage_in, parse_classifier_output, parse_proposal, parse_worker_output, EntryMode,
+    PersonaVerdict, RoutingConfig, SessionRouting,
 };
 use ghost_testkit::fuzz;
 use proptest::prelude::*;
@@ -30,8 +30,24 @@ const CONTRACTS: &[&str] = &[
     r#"{"result":{"rows":[1,2,3]},"needs_next_loop":true,"why":"more","next_actions":["a","b","c","d"],"questions_for_user":["which?"],"confidence":0.5,"risk":"high","fit":false,"suggested_route":"PLAN"}"#,
 ];
 
+const PROPOSALS: &[&str] = &[
+    r#"{"goal_reached":true}"#,
+    r#"{"goal_reached":false,"proposal":"continue","reason":"half done"}"#,
+    r#"{"goal_reached":false,"proposal":"reroute","route":"RESEARCH","reason":"needs sources"}"#,
+];
+
 proptest! {
     #![proptest_config(fuzz::config())]
+
+    #[test]
+    fn persona_proposals(raw in fuzz::model_output(PROPOSALS)) {
+        let parsed = parse_proposal(&raw);
+        fuzz::clear_error(&parsed)?;
+        if let Ok(PersonaVerdict::Propose { reason, .. }) = parsed {
+            prop_assert!(!reason.trim().is_empty());
+            prop_assert!(reason.chars().count() <= 201);
+        }
+    }
 
     #[test]
     fn classifier_verdicts(raw in fuzz::model_output(VERDICTS)) {

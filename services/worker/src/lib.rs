@@ -5,11 +5,15 @@
 //!   worker contract;
 //! - [`classify`]: `ClassifyRequested` — the classifier (router mode) or Kuro's delegation
 //!   decision (kuro mode), each called at most once per user message;
+//! - [`research`]: RESEARCH's real sources (search and page fetch through `ghost_shared::web`);
 //! - [`summarize`]: `SummarizeRequested` — the session's short-memory summary;
-//! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer.
+//! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer;
+//! - [`autonomy`]: deliberation (schedule and on demand) and the actions decisions name.
 
+pub mod autonomy;
 pub mod classify;
 pub mod reflect;
+pub mod research;
 pub mod summarize;
 pub mod work;
 
@@ -41,6 +45,8 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx: ctx.clone(),
         llm: llm.clone(),
         system: prompt(&ctx, "prompts/worker.md")?,
+        web: ghost_shared::web::WebClient::new(ctx.config.ghost.web.clone())
+            .map_err(|e| ServiceError::Config(format!("web: {e}")))?,
     });
     let persona_llm = persona_llm(&ctx)?;
     let classifier = Arc::new(classify::Classifier::new(
@@ -63,6 +69,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ConsumerSpec::new(SERVICE, reflect::CONSUMES),
         reflector,
     ));
+    start_autonomy(&ctx, &mut handle)?;
     handle.spawn(run_consumer(
         ctx.bus().clone(),
         ConsumerSpec::new(SERVICE, WorkRequested::EVENT_TYPE),
@@ -79,6 +86,46 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         summarizer,
     ));
     Ok(handle)
+}
+
+/// The deliberation and action consumers and the schedule.
+fn start_autonomy(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<(), ServiceError> {
+    let settings = &ctx.config.ghost.autonomy;
+    let persona = ctx.config.ghost.persona.character.clone();
+    let deliberation = prompt(ctx, &settings.deliberation_prompt_file.to_string_lossy())?;
+    let character = ctx
+        .config
+        .characters
+        .get(&persona)
+        .ok_or_else(|| ServiceError::Config(format!("no character {persona}")))?;
+    let deliberator = Arc::new(autonomy::deliberate::Deliberator {
+        ctx: ctx.clone(),
+        llm: ctx.llm("worker")?,
+        system: character.fill_persona(&deliberation),
+    });
+    let web = ghost_shared::web::WebClient::new(ctx.config.ghost.web.clone())
+        .map_err(|e| ServiceError::Config(format!("web: {e}")))?;
+    let actor = Arc::new(autonomy::act::Actor {
+        ctx: ctx.clone(),
+        capabilities: autonomy::capabilities::Capabilities::new(web, settings.cli_agent.clone()),
+    });
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, autonomy::deliberate::CONSUMES),
+        deliberator,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, autonomy::act::CONSUMES),
+        actor,
+    ));
+    handle
+        .tasks
+        .push(tokio::spawn(autonomy::schedule::run_schedule(
+            ctx.clone(),
+            persona,
+        )));
+    Ok(())
 }
 
 /// The model Kuro speaks with: the character's own, else the `persona` role.

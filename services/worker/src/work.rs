@@ -10,12 +10,17 @@ use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
 
 use ghost_shared::routing::Route;
+use ghost_shared::web::WebClient;
+
+use crate::research::{self, ResearchError};
 
 /// Handles `WorkRequested` for every route but CODE.
 pub struct Worker {
     pub(crate) ctx: ServiceContext,
     pub(crate) llm: LlmClient,
     pub(crate) system: String,
+    /// Search and page fetch for RESEARCH.
+    pub(crate) web: WebClient,
 }
 
 #[async_trait::async_trait]
@@ -37,12 +42,45 @@ impl EventHandler for Worker {
         if self.ctx.turn_outcome(work.user_event_id).await?.is_some() {
             return Ok(()); // the turn was closed (timed out): nobody waits for this work
         }
+        let service = self.ctx.service;
+        let failed = |code: &str, message: String| WorkerFailed {
+            session_id: work.session_id.clone(),
+            user_event_id: work.user_event_id,
+            route: work.route,
+            code: code.into(),
+            message,
+        };
+        // RESEARCH works from real sources only: without them, no model call at all.
+        let (task, sources) = if work.route == Route::Research {
+            match research::gather(&self.web, &work.task).await {
+                Ok(found) => (found.task, found.urls),
+                Err(e) => {
+                    let (code, message) = match e {
+                        ResearchError::Unavailable => (
+                            "research_unavailable",
+                            "no search endpoint is configured (web.search_url)".to_owned(),
+                        ),
+                        ResearchError::SearchFailed(e) => ("research_search_failed", e.to_string()),
+                    };
+                    warn!(code, %message, "research has no sources");
+                    let e = NewEvent::caused_by(
+                        &event,
+                        WORK_OUTCOME_STEP,
+                        &failed(code, message),
+                        service,
+                    )
+                    .map_err(HandlerError::permanent)?;
+                    return self.append(&work.session_id, e).await;
+                }
+            }
+        } else {
+            (work.task.clone(), Vec::new())
+        };
         let messages = [
             ChatMessage::system(self.system.replace("{{route}}", work.route.as_str())),
-            ChatMessage::user(work.task.clone()),
+            ChatMessage::user(task),
         ];
         info!(route = %work.route, loop_index = work.loop_index, "worker run");
-        let service = self.ctx.service;
         let outcome = match self.llm.chat(&messages).await {
             Ok(result) => {
                 let done = WorkerCompleted {
@@ -50,26 +88,28 @@ impl EventHandler for Worker {
                     user_event_id: work.user_event_id,
                     route: work.route,
                     result,
+                    sources,
                 };
                 NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
             }
             Err(e) => {
                 warn!(route = %work.route, error = %e, "worker model call failed");
-                let failed = WorkerFailed {
-                    session_id: work.session_id.clone(),
-                    user_event_id: work.user_event_id,
-                    route: work.route,
-                    code: "llm_error".into(),
-                    message: e.to_string(),
-                };
+                let failed = failed("llm_error", e.to_string());
                 NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
             }
         }
         .map_err(HandlerError::permanent)?;
+        self.append(&work.session_id, outcome).await
+    }
+}
+
+impl Worker {
+    /// Appends a run's outcome to the session.
+    async fn append(&self, session_id: &str, outcome: NewEvent) -> Result<(), HandlerError> {
         self.ctx
             .log
             .append(
-                &session_stream(&work.session_id),
+                &session_stream(session_id),
                 ExpectedVersion::Any,
                 &[outcome],
             )

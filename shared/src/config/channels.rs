@@ -74,11 +74,15 @@ pub struct SlackSettings {
     pub request_timeout_secs: u64,
     /// Sent when the persona could not answer; empty sends nothing.
     pub failure_reply: String,
+    /// Where shared files are downloaded from: a file URL must start with this, or the bot
+    /// token is never sent to it (the image is then left out).
+    pub files_base: String,
 }
 
 impl Default for SlackSettings {
     fn default() -> Self {
         Self {
+            files_base: "https://files.slack.com/".into(),
             api_base: "https://slack.com".into(),
             bot_user_id: None,
             signature_window_secs: 300,

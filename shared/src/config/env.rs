@@ -5,7 +5,15 @@ use serde_norway::{Mapping, Value};
 use super::{secrets::SECRET_ENV, ConfigError, CONFIG_DIR_ENV};
 
 /// `GHOST_*` variables that are not overrides.
-pub const RESERVED_ENV: [&str; 3] = [CONFIG_DIR_ENV, crate::fault::FAULTS_ENV, "GHOST_LOG"];
+pub const RESERVED_ENV: [&str; 5] = [
+    CONFIG_DIR_ENV,
+    crate::fault::FAULTS_ENV,
+    "GHOST_LOG",
+    // Where the tests' per-test databases and streams are made (ghost-testkit): set in a
+    // test run's environment, inherited by the `ghost` processes the tests start.
+    "GHOST_TEST_ADMIN_DATABASE_URL",
+    "GHOST_TEST_NATS_URL",
+];
 
 /// Applies every override in `vars`; returns the variable names applied.
 pub(super) fn apply_overrides(

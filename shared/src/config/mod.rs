@@ -4,6 +4,7 @@
 //!
 //! Unknown keys and out-of-range values are start-up errors that name the key.
 
+mod autonomy;
 mod channels;
 mod env;
 mod memory;
@@ -11,9 +12,11 @@ mod model;
 mod secrets;
 mod settings;
 mod stage;
+mod web;
 
 use std::path::{Path, PathBuf};
 
+pub use autonomy::{AutonomySettings, CliAgentSettings};
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;
@@ -21,6 +24,7 @@ pub use model::{ModelSettings, DEFAULT_MODEL_FILE};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
 pub use stage::StageSettings;
+pub use web::WebSettings;
 
 /// Directory with `ghost.yaml` and `characters.yaml` (default `config`).
 pub const CONFIG_DIR_ENV: &str = "GHOST_CONFIG_DIR";

@@ -43,6 +43,10 @@ pub struct GhostSettings {
     pub mood: MoodSettings,
     /// The embedded model server.
     pub model: super::model::ModelSettings,
+    /// Web search and page fetching (limits, search endpoint).
+    pub web: super::web::WebSettings,
+    /// Autonomy: deliberation schedule, message conversation, prompts, the CLI agent.
+    pub autonomy: super::autonomy::AutonomySettings,
     /// Long-term memory: the write plan and recall.
     pub memory: super::memory::MemorySettings,
 }
@@ -173,6 +177,8 @@ pub struct PersonaSettings {
     pub affect_marker: String,
     /// The instruction asking for the affect trailer (relative to the repository root).
     pub affect_prompt_file: PathBuf,
+    /// The instruction for judging a work result before replying (seed 002 proposals).
+    pub proposal_prompt_file: PathBuf,
 }
 
 impl Default for PersonaSettings {
@@ -183,6 +189,7 @@ impl Default for PersonaSettings {
             history_turns: 12,
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
+            proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),
         }
     }
 }
@@ -387,6 +394,8 @@ impl GhostSettings {
         }
         self.stage.validate()?;
         self.model.validate()?;
+        self.web.validate()?;
+        self.autonomy.validate()?;
         self.memory.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(

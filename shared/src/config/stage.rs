@@ -33,6 +33,9 @@ pub struct StageSettings {
     pub prompt_file: PathBuf,
     /// How many earlier lines of the stage each prompt includes.
     pub history_lines: usize,
+    /// How many earlier runs' memories (what `persist_memory` saved) each prompt includes,
+    /// newest last (0 = none).
+    pub memory_runs: usize,
 }
 
 impl Default for StageSettings {
@@ -61,6 +64,7 @@ impl Default for StageSettings {
             .collect(),
             prompt_file: PathBuf::from("prompts/stage.md"),
             history_lines: 12,
+            memory_runs: 3,
         }
     }
 }

@@ -95,6 +95,16 @@ fn out_of_range_values_name_the_key() {
         ),
         ("GHOST_MOOD__MAX_OVERRIDES", "0", "mood.max_overrides"),
         ("GHOST_MEDIA__MAX_IMAGE_BYTES", "0", "media.max_image_bytes"),
+        ("GHOST_WEB__SEARCH_URL", "searx:8888", "web.search_url"),
+        ("GHOST_WEB__TIMEOUT_MS", "0", "web.timeout_ms"),
+        ("GHOST_WEB__MAX_PAGE_BYTES", "0", "web.max_page_bytes"),
+        ("GHOST_WEB__MAX_RESULTS", "0", "web.max_results"),
+        ("GHOST_AUTONOMY__SESSION_ID", " ", "autonomy.session_id"),
+        (
+            "GHOST_AUTONOMY__RECENT_EVENTS",
+            "0",
+            "autonomy.recent_events",
+        ),
     ];
     for (var, value, key) in cases {
         let err = load(GHOST, &[(var, value)]).unwrap_err().to_string();

@@ -5,6 +5,7 @@ use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
+use crate::autonomy::events::AutonomyMessageRendered;
 use crate::envelope::{EventPayload, RecordedEvent};
 use crate::events::{AssistantReplied, UserMessageReceived};
 use crate::projector::{Projection, ProjectionError};
@@ -30,6 +31,9 @@ pub struct ConversationTurn {
     pub recorded_at: DateTime<Utc>,
 }
 
+/// The `source` of the persona's autonomy messages.
+pub const AUTONOMY_SOURCE: &str = "autonomy_message";
+
 /// The projection feeding `assistant_text`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AssistantTextProjection;
@@ -53,6 +57,18 @@ impl AssistantTextProjection {
         .fetch_all(executor)
         .await?;
         rows.iter().map(turn_from_row).collect()
+    }
+
+    /// Stores `event`'s row now, as the projection will (it then finds it there): how an
+    /// autonomy message is in `assistant_text` before it is published.
+    pub async fn store_now(
+        pool: &sqlx::PgPool,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        let mut tx = pool.begin().await?;
+        Self.apply(&mut tx, event).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Every row, in a stable order (for comparisons and exports).
@@ -99,6 +115,18 @@ impl Projection for AssistantTextProjection {
                     .decode()
                     .map_err(|e| ProjectionError::decode(event, e))?;
                 (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
+            }
+            AutonomyMessageRendered::EVENT_TYPE => {
+                let m: AutonomyMessageRendered = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
+                (
+                    m.session_id,
+                    "assistant",
+                    m.persona,
+                    AUTONOMY_SOURCE,
+                    m.text,
+                )
             }
             AssistantReplied::EVENT_TYPE => {
                 let r: AssistantReplied = event

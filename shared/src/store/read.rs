@@ -63,6 +63,16 @@ pub(crate) fn row_to_event(row: &PgRow) -> Result<RecordedEvent, StoreError> {
     })
 }
 
+/// Rows read newest first, decoded and put oldest first.
+fn oldest_first(rows: &[PgRow]) -> Result<Vec<RecordedEvent>, StoreError> {
+    let mut events = rows
+        .iter()
+        .map(row_to_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    events.reverse();
+    Ok(events)
+}
+
 impl EventStore {
     /// Every event of `stream` with a version above `after_version`, in version order.
     pub async fn read_stream(
@@ -93,12 +103,29 @@ impl EventStore {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        let mut events = rows
-            .iter()
-            .map(row_to_event)
-            .collect::<Result<Vec<_>, _>>()?;
-        events.reverse();
-        Ok(events)
+        oldest_first(&rows)
+    }
+
+    /// The newest `limit` events of type `event_type` in `stream` below version
+    /// `before_version`, oldest first (e.g. what earlier runs of a stage saved to memory).
+    pub async fn read_stream_tail_of_type(
+        &self,
+        stream: &str,
+        event_type: &str,
+        before_version: i32,
+        limit: i64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 AND event_type = $2 \
+             AND version < $3 ORDER BY version DESC LIMIT $4"
+        ))
+        .bind(stream)
+        .bind(event_type)
+        .bind(before_version)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        oldest_first(&rows)
     }
 
     /// The stream's newest event, if any.

@@ -1,12 +1,13 @@
-//! Fake Slack Web API: `chat.postMessage`.
+//! Fake Slack Web API: `chat.postMessage`, and shared files under `/files-pri/{id}/{name}`
+//! (Slack's `url_private_download`, served only with a bot token).
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
@@ -28,6 +29,7 @@ impl FakeSlack {
         let shared = Shared::default();
         let app = Router::new()
             .route(POST_MESSAGE, post(post_message))
+            .route("/files-pri/{id}/{name}", get(file))
             .with_state(shared.clone());
         let server = Arc::new(Server::start(app).await?);
         Ok(FakeSlack { shared, server })
@@ -46,6 +48,19 @@ impl FakeSlack {
     /// Every posted message, in order.
     pub fn deliveries(&self) -> Vec<Delivery> {
         self.shared.lock().deliveries.clone()
+    }
+
+    /// Serves `bytes` as shared file `id`; its download URL is [`Self::file_url`].
+    pub fn set_file(&self, id: &str, bytes: Vec<u8>, content_type: &str) {
+        self.shared
+            .lock()
+            .contents
+            .insert(id.to_owned(), (bytes, content_type.to_owned()));
+    }
+
+    /// The `url_private_download` of file `id`.
+    pub fn file_url(&self, id: &str) -> String {
+        format!("{}/files-pri/{id}/image.png", self.base_url())
     }
 
     /// Scripts the next answer of `chat.postMessage`.
@@ -117,4 +132,26 @@ async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) 
         r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
+}
+
+/// A shared file's bytes, for a request with a bot token (Slack answers others with a login
+/// page; a 403 here).
+async fn file(
+    State(s): State<Shared>,
+    Path((id, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/files-pri/{id}/{name}");
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let found = s.lock().contents.get(&id).cloned();
+    let (status, response) = match (authorized, found) {
+        (false, _) => (403, StatusCode::FORBIDDEN.into_response()),
+        (true, None) => (404, StatusCode::NOT_FOUND.into_response()),
+        (true, Some((bytes, ct))) => (200, ([(header::CONTENT_TYPE, ct)], bytes).into_response()),
+    };
+    s.record(&path, &headers, b"", status);
+    response
 }

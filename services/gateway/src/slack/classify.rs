@@ -12,10 +12,12 @@
 //!
 //! `event_key` (from `event_id`) is provided for logging and for recording ignored deliveries.
 
-use super::wire::{Envelope, EventCallback, InnerEvent, MessageEvent};
+use super::wire::{Envelope, EventCallback, InnerEvent, MessageEvent, SlackImage};
 
 /// What the gateway should do with one Slack request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// One value per request, matched at once and never stored: boxing the turn buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum SlackAction {
     /// Answer the endpoint check with this challenge.
     UrlVerification {
@@ -65,6 +67,8 @@ pub struct SlackTurn {
     pub retry_num: Option<u32>,
     /// Which event brought it.
     pub trigger: Trigger,
+    /// The first image shared with the message, downloaded before the turn starts.
+    pub image: Option<SlackImage>,
 }
 
 /// Why a request does not start a turn.
@@ -179,7 +183,13 @@ fn classify_callback(
     if bot_user_id.is_some() && msg.user.as_deref() == bot_user_id {
         return ignore(SlackIgnoreReason::OwnMessage);
     }
-    if let Some(subtype) = &msg.subtype {
+    let image = msg.images().into_iter().next();
+    // `file_share` is a user's message with files: a turn when an image came with it.
+    if let Some(subtype) = msg
+        .subtype
+        .as_ref()
+        .filter(|s| !(s.as_str() == "file_share" && image.is_some()))
+    {
         return ignore(SlackIgnoreReason::Subtype {
             subtype: subtype.clone(),
         });
@@ -202,7 +212,7 @@ fn classify_callback(
 
     let text = unescape(&strip_bot_mention(raw_text, bot_user_id, is_app_mention));
     let text = text.trim();
-    if text.is_empty() {
+    if text.is_empty() && image.is_none() {
         return ignore(SlackIgnoreReason::EmptyText);
     }
 
@@ -222,6 +232,7 @@ fn classify_callback(
         team_id: cb.team_id.clone(),
         retry_num,
         trigger,
+        image,
     })
 }
 
@@ -321,6 +332,34 @@ mod tests {
             SlackAction::StartTurn(t) => t,
             other => panic!("no turn: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_shared_image_starts_a_turn_even_without_text() {
+        let file = r#"{"id":"F1","mimetype":"image/png","url_private_download":"https://files.slack.com/files-pri/T1-F1/download/a.png"}"#;
+        let t = turn(classify(
+            &env(&format!(
+                r#"{{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U2","text":"","ts":"1.2","files":[{file}]}}"#
+            )),
+            None,
+            Some(BOT),
+        ));
+        let image = t.image.expect("an image");
+        assert_eq!(
+            (image.file_id.as_str(), image.mimetype.as_str()),
+            ("F1", "image/png")
+        );
+        // A PDF is no image; a file_share without an image is an ordinary subtype.
+        let pdf =
+            r#"{"id":"F2","mimetype":"application/pdf","url_private":"https://files.slack.com/x"}"#;
+        let ignored = classify(
+            &env(&format!(
+                r#"{{"type":"message","subtype":"file_share","channel":"D1","channel_type":"im","user":"U2","text":"","ts":"1.3","files":[{pdf}, 7, "x"]}}"#
+            )),
+            None,
+            Some(BOT),
+        );
+        assert!(matches!(ignored, SlackAction::Ignore { .. }));
     }
 
     fn reason(a: SlackAction) -> SlackIgnoreReason {

@@ -23,6 +23,6 @@ pub use signature::{
     verify_signature, SignatureError, DEFAULT_WINDOW_SECS, SIGNATURE_HEADER, TIMESTAMP_HEADER,
 };
 pub use wire::{
-    parse_retry_num, Envelope, EventCallback, InnerEvent, MessageEvent, RETRY_NUM_HEADER,
-    RETRY_REASON_HEADER,
+    parse_retry_num, Envelope, EventCallback, InnerEvent, MessageEvent, SlackImage,
+    RETRY_NUM_HEADER, RETRY_REASON_HEADER,
 };

@@ -100,6 +100,41 @@ pub struct MessageEvent {
     /// When the event happened.
     #[serde(default)]
     pub event_ts: Option<String>,
+    /// Files shared with the message, as sent (parsed leniently by [`MessageEvent::images`]).
+    #[serde(default)]
+    pub files: Vec<Value>,
+}
+
+/// An image shared with a Slack message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlackImage {
+    /// Slack's file id.
+    pub file_id: String,
+    /// `url_private_download` (else `url_private`): fetched with the bot token.
+    pub url: String,
+    /// `mimetype`, e.g. `image/png`.
+    pub mimetype: String,
+}
+
+impl MessageEvent {
+    /// The shared files that are images with an id and a download URL, in order; anything
+    /// else among `files` is skipped, never an error.
+    pub fn images(&self) -> Vec<SlackImage> {
+        self.files
+            .iter()
+            .filter_map(|f| {
+                let field = |k: &str| f.get(k).and_then(Value::as_str).filter(|v| !v.is_empty());
+                let mimetype = field("mimetype").filter(|m| m.starts_with("image/"))?;
+                Some(SlackImage {
+                    file_id: field("id")?.to_owned(),
+                    url: field("url_private_download")
+                        .or_else(|| field("url_private"))?
+                        .to_owned(),
+                    mimetype: mimetype.to_owned(),
+                })
+            })
+            .collect()
+    }
 }
 
 impl<'de> Deserialize<'de> for InnerEvent {

@@ -9,7 +9,7 @@ use serde_json::json;
 use tracing::info;
 
 use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
-use ghost_shared::events::{Channel, ReplyTarget, UserMessageReceived};
+use ghost_shared::events::{Channel, ReplyTarget, SlackImageReceived, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::telemetry;
@@ -84,31 +84,51 @@ pub async fn events(
     }
 }
 
+/// The event starting a turn: the user message, or (with an image) the image to download
+/// first, whose fetcher then appends the user message.
 fn record(turn: SlackTurn) -> Result<(String, NewEvent), serde_json::Error> {
     let id = slack_event_id(&turn.dedup_key);
     let (traceparent, tracestate) = telemetry::current_trace_headers();
     let stream = session_stream(&turn.session_key);
-    let event = NewEvent::new(
-        id,
-        &UserMessageReceived {
-            session_id: turn.session_key,
-            channel: Channel::Slack,
-            speaker: turn.user,
-            text: turn.text,
-            external_id: Some(turn.dedup_key),
-            reply_to: Some(ReplyTarget::Slack {
-                channel: turn.channel,
-                thread_ts: turn.thread_ts,
-            }),
-            image: None,
-        },
-        EventMetadata {
-            correlation_id: id,
-            causation_id: None,
-            traceparent,
-            tracestate,
-            service: crate::SERVICE.into(),
-        },
-    )?;
+    let metadata = EventMetadata {
+        correlation_id: id,
+        causation_id: None,
+        traceparent,
+        tracestate,
+        service: crate::SERVICE.into(),
+    };
+    let reply_to = ReplyTarget::Slack {
+        channel: turn.channel,
+        thread_ts: turn.thread_ts,
+    };
+    let event = match turn.image {
+        Some(image) => NewEvent::new(
+            id,
+            &SlackImageReceived {
+                session_id: turn.session_key,
+                speaker: turn.user,
+                external_id: turn.dedup_key,
+                text: turn.text,
+                file_id: image.file_id,
+                url: image.url,
+                mimetype: image.mimetype,
+                reply_to,
+            },
+            metadata,
+        ),
+        None => NewEvent::new(
+            id,
+            &UserMessageReceived {
+                session_id: turn.session_key,
+                channel: Channel::Slack,
+                speaker: turn.user,
+                text: turn.text,
+                external_id: Some(turn.dedup_key),
+                reply_to: Some(reply_to),
+                image: None,
+            },
+            metadata,
+        ),
+    }?;
     Ok((stream, event))
 }

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::normalize::width_normalize;
+use super::normalize::{width_normalize, width_normalize_aligned};
 
 const THINK_OPEN: &[u8] = b"<think>";
 const THINK_CLOSE: &[u8] = b"</think>";
@@ -69,25 +69,8 @@ struct Found {
 
 /// The last tag in text that is already visible (normalized, think-free).
 pub(crate) fn last_tag_in(visible: &str) -> Option<ExtractedTag> {
-    let bytes = visible.as_bytes();
-    let mut closers = NextByte::new(bytes, ByteClass::One(b']'));
-    let mut braces = NextByte::new(bytes, ByteClass::Two(b'{', b'}'));
-    let mut openers = NextByte::new(bytes, ByteClass::Two(b'[', b'{'));
-    let mut last: Option<Found> = None;
-    let mut pos = 0;
-    while let Some(p) = openers.find(pos) {
-        let found = match bytes.get(p) {
-            Some(b'[') => match_bracket(visible, p, &mut closers),
-            _ => match_json(visible, p, &mut braces),
-        };
-        match found {
-            Some(f) => {
-                pos = f.end;
-                last = Some(f);
-            }
-            None => pos = p + 1,
-        }
-    }
+    let mut last = None;
+    scan_tags(visible, |_, found| last = Some(found));
     let found = last?;
     let captured = visible.get(found.capture).unwrap_or("");
     let raw = match found.form {
@@ -98,6 +81,70 @@ pub(crate) fn last_tag_in(visible: &str) -> Option<ExtractedTag> {
         raw,
         form: found.form,
     })
+}
+
+/// Calls `each` with every tag's start and match in visible text, left to right,
+/// non-overlapping (the pattern's `find_iter`); nothing is allocated.
+fn scan_tags(visible: &str, mut each: impl FnMut(usize, Found)) {
+    let bytes = visible.as_bytes();
+    let mut closers = NextByte::new(bytes, ByteClass::One(b']'));
+    let mut braces = NextByte::new(bytes, ByteClass::Two(b'{', b'}'));
+    let mut openers = NextByte::new(bytes, ByteClass::Two(b'[', b'{'));
+    let mut pos = 0;
+    while let Some(p) = openers.find(pos) {
+        let found = match bytes.get(p) {
+            Some(b'[') => match_bracket(visible, p, &mut closers),
+            _ => match_json(visible, p, &mut braces),
+        };
+        match found {
+            Some(f) => {
+                pos = f.end;
+                each(p, f);
+            }
+            None => pos = p + 1,
+        }
+    }
+}
+
+/// The reply as written, without what the resolver does not read as speech: every
+/// `<think>` block and every nomination tag, found exactly where [`visible_text`] and
+/// [`extract_last_tag`] find them (any case, any width; an unclosed `<think>` hides the
+/// rest) and cut out of the original text, so the rest keeps its width.
+pub fn without_think_and_tags(text: &str) -> String {
+    let thought_free = remove_found(text, think_ranges);
+    remove_found(&thought_free, |visible| {
+        let mut ranges = Vec::new();
+        scan_tags(visible, |start, found| ranges.push(start..found.end));
+        ranges
+    })
+    .into_owned()
+}
+
+/// `text` without the parts `find` locates in its width-normalized form; a part that
+/// starts or ends inside a character sequence normalized as a whole takes all of it.
+fn remove_found(text: &str, find: impl Fn(&str) -> Vec<Range<usize>>) -> Cow<'_, str> {
+    let ranges = find(&width_normalize(text));
+    if ranges.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let (_, align) = width_normalize_aligned(text);
+    let mut out = String::with_capacity(text.len());
+    let mut kept_from = 0;
+    for r in ranges {
+        let before = align.partition_point(|&(n, _)| n <= r.start);
+        let start = before
+            .checked_sub(1)
+            .and_then(|i| align.get(i))
+            .map_or(0, |p| p.1);
+        let after = align.partition_point(|&(n, _)| n < r.end);
+        let end = align.get(after).map_or(text.len(), |p| p.1);
+        if start > kept_from {
+            out.push_str(text.get(kept_from..start).unwrap_or(""));
+        }
+        kept_from = kept_from.max(end);
+    }
+    out.push_str(text.get(kept_from..).unwrap_or(""));
+    Cow::Owned(out)
 }
 
 /// `\[next\s*:\s*([^\]]+)\]` at byte `p` (which holds `[`).
@@ -245,27 +292,38 @@ fn decode_json_string(body: &str) -> String {
 /// Removes `<think>…</think>` blocks (ASCII case-insensitive, non-greedy like the seed's
 /// DOTALL regex); an unclosed `<think>` hides the rest of the text.
 fn strip_think(text: &str) -> Cow<'_, str> {
-    let end = text.len();
-    let Some(first) = find_ci(text, THINK_OPEN, 0, end) else {
+    let ranges = think_ranges(text);
+    if ranges.is_empty() {
         return Cow::Borrowed(text);
-    };
+    }
     let mut out = String::with_capacity(text.len());
-    let mut open = first;
     let mut kept_from = 0;
-    loop {
-        out.push_str(text.get(kept_from..open).unwrap_or(""));
-        let Some(close) = find_ci(text, THINK_CLOSE, open + THINK_OPEN.len(), end) else {
-            return Cow::Owned(out);
-        };
-        kept_from = close + THINK_CLOSE.len();
-        match find_ci(text, THINK_OPEN, kept_from, end) {
-            Some(next) => open = next,
+    for r in ranges {
+        out.push_str(text.get(kept_from..r.start).unwrap_or(""));
+        kept_from = r.end;
+    }
+    out.push_str(text.get(kept_from..).unwrap_or(""));
+    Cow::Owned(out)
+}
+
+/// Where the `<think>` blocks of `text` are, in order; an unclosed one runs to the end.
+fn think_ranges(text: &str) -> Vec<Range<usize>> {
+    let end = text.len();
+    let mut ranges = Vec::new();
+    let mut from = 0;
+    while let Some(open) = find_ci(text, THINK_OPEN, from, end) {
+        match find_ci(text, THINK_CLOSE, open + THINK_OPEN.len(), end) {
+            Some(close) => {
+                from = close + THINK_CLOSE.len();
+                ranges.push(open..from);
+            }
             None => {
-                out.push_str(text.get(kept_from..).unwrap_or(""));
-                return Cow::Owned(out);
+                ranges.push(open..end);
+                break;
             }
         }
     }
+    ranges
 }
 
 /// Byte offset of the first ASCII-case-insensitive occurrence of `needle` starting in

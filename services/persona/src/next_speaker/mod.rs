@@ -14,7 +14,7 @@ mod resolve;
 mod rng;
 mod similarity;
 
-pub use extract::{extract_last_tag, visible_text, ExtractedTag, TagForm};
+pub use extract::{extract_last_tag, visible_text, without_think_and_tags, ExtractedTag, TagForm};
 pub use normalize::normalize_name;
 pub use policy::{Fallback, NominationPolicy, PolicyError, DEFAULT_FUZZY_THRESHOLD};
 pub use registry::{MatchKind, RegistryError, SpeakerEntry, SpeakerRegistry, RESERVED_USER_ID};

@@ -46,6 +46,53 @@ pub(crate) fn width_normalize(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// [`width_normalize`] with an alignment: pairs `(normalized byte, original byte)` at every
+/// position where both texts are cut at the same place (each character of a segment whose
+/// characters normalize one by one, else only the segment's ends). The normalized text is
+/// exactly [`width_normalize`]'s, so positions found in it map back to the text as written.
+pub(crate) fn width_normalize_aligned(text: &str) -> (String, Vec<(usize, usize)>) {
+    let table: &[u64] = &STABLE_BMP;
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut align = vec![(0, 0)];
+    let mut push_segment = |from: usize, to: usize| {
+        let segment = text.get(from..to).unwrap_or("");
+        if segment.chars().all(|c| starter_only(table, c)) {
+            for (i, c) in segment.char_indices() {
+                let one = segment.get(i..i + c.len_utf8()).unwrap_or("");
+                push_starter_only_nfkc(&mut out, one);
+                align.push((out.len(), from + i + c.len_utf8()));
+            }
+        } else {
+            out.extend(segment.nfkc());
+            align.push((out.len(), to));
+        }
+    };
+    let mut seg_start = 0;
+    for (i, c) in text.char_indices() {
+        if i > seg_start && is_stable_fast(table, c) {
+            push_segment(seg_start, i);
+            seg_start = i;
+        }
+    }
+    if seg_start < text.len() {
+        push_segment(seg_start, text.len());
+    }
+    (out, align)
+}
+
+/// Whether `c` alone normalizes to stable starters (the per-character path of
+/// [`push_starter_only_nfkc`]).
+fn starter_only(table: &[u64], c: char) -> bool {
+    if is_stable_fast(table, c) {
+        return true;
+    }
+    let mut ok = canonical_combining_class(c) == 0;
+    if ok {
+        decompose_compatible(c, |d| ok &= is_stable_fast(table, d));
+    }
+    ok
+}
+
 /// Appends the untouched text before the segment, then the segment's NFKC.
 fn flush_segment(
     text: &str,
@@ -240,6 +287,23 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The aligned form is the same text, and every alignment pair cuts both texts at
+        /// character boundaries whose prefixes normalize to each other.
+        #[test]
+        fn aligned_normalization_is_width_normalize(
+            s in proptest::prop_oneof![
+                proptest::prelude::any::<String>(),
+                "[a-e<>/か-こ\u{300}-\u{36F}\u{3099}\u{FF01}-\u{FF9F} ]{0,24}",
+            ]
+        ) {
+            let (aligned, pairs) = width_normalize_aligned(&s);
+            proptest::prop_assert_eq!(&aligned, &width_normalize(&s));
+            for (n, o) in pairs {
+                let prefix: String = s[..o].nfkc().collect();
+                proptest::prop_assert_eq!(&aligned[..n], prefix.as_str());
+            }
+        }
 
         /// Any text, and text dense in combining marks, jamo and compatibility forms.
         #[test]

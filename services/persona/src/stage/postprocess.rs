@@ -1,17 +1,8 @@
 //! Seed 003 `postprocess_response`: from a model reply to the text watchers see — `<think>`
-//! removed, the nomination tag removed, a leading greeting removed, shortened.
+//! blocks and nomination tags removed where the resolver finds them (so nothing it hides is
+//! shown), a leading greeting removed, shortened.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-/// `[Next: …]` (any case, half- or full-width brackets and colon) and `{"next":"…"}` fragments.
-static TAGS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)[\[［]\s*next\s*[:：][^\]］]*[\]］]|\{[^{}]*?"next"\s*:\s*"(?:[^"\\]|\\.)*"[^{}]*\}"#,
-    )
-    .unwrap_or_else(|e| unreachable!("static pattern: {e}"))
-});
+use crate::next_speaker::without_think_and_tags;
 
 /// Post-processing settings (from `stage:`).
 #[derive(Debug, Clone, Default)]
@@ -22,21 +13,6 @@ pub struct PostProcess {
     pub max_chars: usize,
 }
 
-/// Removes every `<think>…</think>` block; an unclosed `<think>` hides the rest.
-pub fn strip_think(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("<think>") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find("</think>") {
-            Some(end) => rest = &rest[start + end + "</think>".len()..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Characters that may follow a greeting and go with it.
 fn is_greeting_tail(c: char) -> bool {
     c.is_whitespace() || "!！,，、。.~〜ー♪:：".contains(c)
@@ -45,9 +21,8 @@ fn is_greeting_tail(c: char) -> bool {
 impl PostProcess {
     /// The text to show for `raw`.
     pub fn apply(&self, raw: &str) -> String {
-        let visible = strip_think(raw);
-        let untagged = TAGS.replace_all(&visible, "");
-        let text = self.strip_greeting(untagged.trim());
+        let visible = without_think_and_tags(raw);
+        let text = self.strip_greeting(visible.trim());
         shorten(text.trim(), self.max_chars)
     }
 
@@ -123,6 +98,23 @@ mod tests {
             pp(0).apply("visible <think>never closed [Next: X]"),
             "visible"
         );
+    }
+
+    #[test]
+    fn think_blocks_of_any_case_or_width_are_removed_like_the_resolver_reads_them() {
+        assert_eq!(pp(0).apply("<THINK>plan</Think>見える"), "見える");
+        assert_eq!(pp(0).apply("<tHiNk>plan</THINK>ａｂ [Next: NOX]"), "ａｂ");
+        assert_eq!(
+            pp(0).apply("＜ｔｈｉｎｋ＞秘密＜／ｔｈｉｎｋ＞表の話"),
+            "表の話"
+        );
+        assert_eq!(pp(0).apply("前半＜ＴＨＩＮＫ＞閉じない秘密"), "前半");
+        assert_eq!(pp(0).apply("x <Think>a</think> y <think>b"), "x  y");
+        assert_eq!(
+            pp(0).apply("全角のまま ［Ｎｅｘｔ：ＮＯＸ］ です"),
+            "全角のまま  です"
+        );
+        assert_eq!(pp(0).apply("＜think> half＜／ＴＨＩＮＫ>ok"), "ok");
     }
 
     #[test]

@@ -16,9 +16,10 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::envelope::{NewEvent, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    NextSpeakerChosen, StageEndReason, StageEnded, StageSpoke, StageTurnFailed, StageTurnRequested,
+    NextSpeakerChosen, StageEndReason, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
+    StageTurnRequested,
 };
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::llm::ChatMessage;
@@ -75,6 +76,35 @@ impl TurnHandler {
                 message: format!("no reply within {:.1} s", limit.as_secs_f64()),
             }),
         }
+    }
+
+    /// The summaries earlier runs of this stage saved (`persist_memory`), oldest first.
+    async fn memories(
+        &self,
+        event: &RecordedEvent,
+        req: &StageTurnRequested,
+    ) -> Result<Vec<String>, HandlerError> {
+        let runs = self.ctx.config.ghost.stage.memory_runs;
+        if runs == 0 {
+            return Ok(Vec::new());
+        }
+        let saved = self
+            .ctx
+            .store()
+            .read_stream_tail_of_type(
+                &event.stream,
+                StageMemorySaved::EVENT_TYPE,
+                event.version,
+                runs as i64,
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(saved
+            .iter()
+            .filter_map(|e| e.decode::<StageMemorySaved>().ok())
+            .filter(|m| m.input_id != req.input_id)
+            .map(|m| m.summary)
+            .collect())
     }
 
     /// Ends the run without a turn (a client asked to stop).
@@ -155,8 +185,9 @@ impl EventHandler for TurnHandler {
             return Ok(());
         }
 
-        // prepare_context
-        let view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
+        // prepare_context: the recent lines, and what earlier runs saved to memory.
+        let mut view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
+        view.memory = self.memories(&event, &req).await?;
         if view.stopped {
             info!(stage_id = %req.stage_id, turn = req.turn_index, "stop requested; ending the run");
             return self.stop(&event, &req).await;

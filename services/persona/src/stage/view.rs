@@ -20,6 +20,9 @@ pub struct Line {
 /// The recent stage as one turn sees it.
 #[derive(Debug, Clone, Default)]
 pub struct StageView {
+    /// What earlier runs of this stage saved to memory (`StageMemorySaved` summaries),
+    /// oldest first.
+    pub memory: Vec<String>,
     /// Recent lines, oldest first.
     pub lines: Vec<Line>,
     /// A stop was requested after the run's input.
@@ -59,7 +62,15 @@ impl StageView {
 
     /// The conversation as a transcript, with the instruction to speak as `display_name`.
     pub fn transcript_for(&self, display_name: &str) -> String {
-        let mut out = String::from("The conversation so far:\n");
+        let mut out = String::new();
+        if !self.memory.is_empty() {
+            out.push_str("What this stage remembers from earlier conversations:\n");
+            for summary in &self.memory {
+                out.push_str(summary.trim());
+                out.push_str("\n\n");
+            }
+        }
+        out.push_str("The conversation so far:\n");
         for line in &self.lines {
             out.push_str(&line.display_name);
             out.push_str(": ");

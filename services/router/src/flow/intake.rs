@@ -4,8 +4,8 @@
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    memory_stream, ClassifierReplied, ClassifyRequested, RenderRequested, RouteDecided,
-    SummarizeRequested, WorkRequested,
+    memory_stream, ClassifierReplied, ClassifyRequested, Misclassification, RenderRequested,
+    RouteDecided, SummarizeRequested, WorkRequested,
 };
 use ghost_shared::store::ExpectedVersion;
 use tracing::info;
@@ -70,11 +70,18 @@ impl Router {
         stage: &FirstStage<'_>,
         mode: DecisionOrigin,
     ) -> Result<(), HandlerError> {
-        let context = if mode == DecisionOrigin::Kuro {
+        let mut context = if mode == DecisionOrigin::Kuro {
             self.conversation_context(turn).await?
         } else {
             String::new()
         };
+        // Whether this message rejects the previous routed answer is for the model to say.
+        if let Some(previous) = self.previous_decision(turn).await? {
+            context.push_str(&format!(
+                "[the previous message was answered on route {}]\n",
+                previous.route
+            ));
+        }
         let request = ClassifyRequested {
             session_id: turn.message.session_id.clone(),
             user_event_id: turn.id(),
@@ -153,6 +160,14 @@ impl Router {
             declared = line.is_some(),
             "route decided"
         );
+        let corrects = if primary {
+            self.misclassification(turn, &decision).await?
+        } else {
+            None
+        };
+        if let Some(c) = &corrects {
+            info!(previous = %c.route, now = %decision.route, signal = %c.signal, "previous route marked misclassified");
+        }
         let session_id = turn.message.session_id.clone();
         let decided = RouteDecided {
             session_id: session_id.clone(),
@@ -164,6 +179,7 @@ impl Router {
             declaration: line.clone(),
             entry: Some(entry_name(mode).to_owned()),
             detail: serde_json::to_value(&decision).ok(),
+            corrects,
         };
         let service = self.ctx.service;
         let first = NewEvent::caused_by(cause, STEP_ROUTE, &decided, service)
@@ -178,6 +194,7 @@ impl Router {
                 declaration: line,
                 notice,
                 memory_summary: self.memory_summary(turn).await?,
+                may_propose: false,
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)
         } else {
@@ -200,6 +217,35 @@ impl Router {
         }
         .map_err(HandlerError::permanent)?;
         self.append(&session_id, &[first, next]).await
+    }
+
+    /// Whether this message marks the previous one's route as misclassified: the previous
+    /// message was routed automatically (not by the user's command), and now the classifier
+    /// (or Kuro) reads a rejection of it, or the user names another route by command.
+    async fn misclassification(
+        &self,
+        turn: &Turn,
+        decision: &RouteDecision,
+    ) -> Result<Option<Misclassification>, HandlerError> {
+        let Some(previous) = self.previous_decision(turn).await? else {
+            return Ok(None);
+        };
+        if previous.source == RouteSource::Explicit {
+            return Ok(None);
+        }
+        let signal = if decision.corrects_previous {
+            "negation"
+        } else if decision.source == RouteSource::Explicit && decision.route != previous.route {
+            "explicit"
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(Misclassification {
+            user_event_id: previous.user_event_id,
+            route: previous.route,
+            source: previous.source,
+            signal: signal.to_owned(),
+        }))
     }
 
     /// Earlier ANALYZE results of the session (structured JSON), for an ANALYZE task.

@@ -6,7 +6,8 @@ use std::time::Duration;
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    LoopDecided, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted, WorkerFailed,
+    LoopDecided, PersonaProposed, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted,
+    WorkerFailed,
 };
 use serde_json::Value;
 use tracing::{info, warn};
@@ -14,23 +15,31 @@ use tracing::{info, warn};
 use super::task::{failure_result, next_loop_task, reroute_task, work_result};
 use super::{Router, STEP_LOOP, STEP_NEXT};
 use crate::routing::{
-    decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome, WorkerResult,
+    cited_sources, decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome,
+    WorkerResult,
 };
 
 /// What a worker run came back with.
-struct RunOutcome {
-    user_event_id: uuid::Uuid,
-    route: Route,
-    result: Result<WorkerResult, String>,
+pub(crate) struct RunOutcome {
+    /// The user message served.
+    pub user_event_id: uuid::Uuid,
+    /// The route the run was on.
+    pub route: Route,
+    /// The contract-conforming result, or why the run is a failure.
+    pub result: Result<WorkerResult, String>,
+    /// RESEARCH: the sources the reply may cite (only URLs the search returned).
+    pub sources: Vec<String>,
 }
 
-fn outcome_of(event: &RecordedEvent) -> Result<RunOutcome, HandlerError> {
+/// The outcome a `WorkerCompleted` or `WorkerFailed` event reports.
+pub(crate) fn outcome_of(event: &RecordedEvent) -> Result<RunOutcome, HandlerError> {
     if let Ok(done) = event.decode::<WorkerCompleted>() {
         let result = parse_worker_output(&done.result).map_err(|e| format!("{}: {e}", e.kind()));
         return Ok(RunOutcome {
             user_event_id: done.user_event_id,
             route: done.route,
             result,
+            sources: cited_sources(&done.result, &done.sources),
         });
     }
     let failed: WorkerFailed = event.decode().map_err(HandlerError::permanent)?;
@@ -38,6 +47,7 @@ fn outcome_of(event: &RecordedEvent) -> Result<RunOutcome, HandlerError> {
         user_event_id: failed.user_event_id,
         route: failed.route,
         result: Err(format!("worker_failed: {}", failed.code)),
+        sources: Vec::new(),
     })
 }
 
@@ -52,14 +62,30 @@ fn decision_name(d: &LoopDecision) -> &'static str {
     }
 }
 
+/// What every loop step of one user message works from.
+pub(crate) struct LoopContext {
+    /// The user message.
+    pub turn: super::turn::Turn,
+    /// Its route decision.
+    pub decided: RouteDecided,
+    /// The work request whose run is being decided on.
+    pub this: WorkRequested,
+    /// The first run's task.
+    pub first_task: String,
+    /// Whether the message was rerouted up to this run.
+    pub rerouted: bool,
+    /// Whether the persona already judged a result of this message.
+    pub proposed: bool,
+}
+
 impl Router {
-    /// `WorkerCompleted` / `WorkerFailed`: one loop-controller decision per run.
-    pub(crate) async fn on_worker_outcome(
+    /// The loop context of the run requested by `work_id` for `user_event_id`.
+    pub(crate) async fn loop_context(
         &self,
-        event: &RecordedEvent,
-    ) -> Result<(), HandlerError> {
-        let run = outcome_of(event)?;
-        let turn = self.load_turn(run.user_event_id).await?;
+        user_event_id: uuid::Uuid,
+        work_id: Option<uuid::Uuid>,
+    ) -> Result<LoopContext, HandlerError> {
+        let turn = self.load_turn(user_event_id).await?;
         let events = self.turn_events(&turn).await?;
         let decided: RouteDecided = events
             .iter()
@@ -72,133 +98,233 @@ impl Router {
             .collect();
         let this = works
             .iter()
-            .find(|(id, _)| Some(*id) == event.metadata.causation_id)
+            .find(|(id, _)| Some(*id) == work_id)
             .map(|(_, w)| w.clone())
             .ok_or_else(|| HandlerError::permanent("worker result without its request"))?;
         let first_task = works
             .first()
             .map(|(_, w)| w.task.clone())
             .unwrap_or_default();
-        let route = run.route;
-        // Stored times, not the clock: a redelivery decides exactly as the first delivery.
-        let elapsed = (event.recorded_at - turn.event.recorded_at)
-            .to_std()
-            .unwrap_or(Duration::ZERO);
-        let state = LoopState {
+        let rerouted = works
+            .iter()
+            .any(|(_, w)| w.reroute && w.loop_index <= this.loop_index);
+        let proposed = events.iter().any(|e| e.is::<PersonaProposed>());
+        Ok(LoopContext {
+            turn,
+            decided,
+            this,
+            first_task,
+            rerouted,
+            proposed,
+        })
+    }
+
+    /// The loop state of a context as of `event` (stored times, not the clock: a
+    /// redelivery decides exactly as the first delivery).
+    pub(crate) fn loop_state(
+        &self,
+        cx: &LoopContext,
+        route: Route,
+        event: &RecordedEvent,
+    ) -> LoopState {
+        LoopState {
             route,
-            loops_done: this.loop_index,
-            elapsed,
-            rerouted: works
-                .iter()
-                .any(|(_, w)| w.reroute && w.loop_index <= this.loop_index),
-            local_only: decided.local_only,
+            loops_done: cx.this.loop_index,
+            elapsed: (event.recorded_at - cx.turn.event.recorded_at)
+                .to_std()
+                .unwrap_or(Duration::ZERO),
+            rerouted: cx.rerouted,
+            local_only: cx.decided.local_only,
             code_evidence: !self
                 .config
                 .dictionary
-                .evidence_for(Route::Code, &turn.message.text)
+                .evidence_for(Route::Code, &cx.turn.message.text)
                 .is_empty(),
-        };
-        let outcome = match &run.result {
-            Ok(r) => WorkerOutcome::Completed(r),
-            Err(reason) => {
-                warn!(%route, loop_index = this.loop_index, %reason, "worker output is a failure");
-                WorkerOutcome::Failed
-            }
-        };
-        let decision = decide_next(&state, &self.config.loop_policy, outcome);
-        info!(%route, loop_index = this.loop_index, decision = decision_name(&decision), "loop decided");
-        let ok = run.result.as_ref().ok();
-        let logged = LoopDecided {
-            session_id: turn.message.session_id.clone(),
-            user_event_id: turn.id(),
-            route,
-            loop_index: this.loop_index,
-            decision: decision_name(&decision).to_owned(),
-            reroute_to: match &decision {
-                LoopDecision::Reroute { route } => Some(*route),
-                _ => None,
-            },
-            needs_next_loop: ok.map(|r| r.needs_next_loop),
-            risk: ok.and_then(|r| {
-                serde_json::to_value(r.risk)
-                    .ok()?
-                    .as_str()
-                    .map(str::to_owned)
-            }),
-            fit: ok.and_then(|r| r.fit),
-            confidence: ok.map(|r| r.confidence),
-            failure: run.result.as_ref().err().cloned(),
-        };
+        }
+    }
 
+    /// The event that carries out `decision` for a run on `route`: the next work request or
+    /// the render request. `why` explains another run or a reroute (the worker's or the
+    /// persona's words); `may_propose` lets the persona judge a finished result first.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn next_step(
+        &self,
+        event: &RecordedEvent,
+        cx: &LoopContext,
+        route: Route,
+        decision: &LoopDecision,
+        result: Result<&WorkerResult, &str>,
+        why: Option<&str>,
+        may_propose: bool,
+        sources: &[String],
+    ) -> Result<NewEvent, HandlerError> {
+        let turn = &cx.turn;
         let work = |route: Route, task: String, reroute: bool| WorkRequested {
             session_id: turn.message.session_id.clone(),
             user_event_id: turn.id(),
             route,
             task,
-            loop_index: this.loop_index + 1,
-            local_only: decided.local_only,
+            loop_index: cx.this.loop_index + 1,
+            local_only: cx.decided.local_only,
             reroute,
         };
-        let summary = self.memory_summary(&turn).await?;
-        let render = |result: Value| RenderRequested {
+        let summary = self.memory_summary(turn).await?;
+        let render = |mut result: Value, may_propose: bool| RenderRequested {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
             user_event_id: turn.id(),
             user_text: turn.message.text.clone(),
-            work_result: Some(result),
-            declaration: decided.declaration.clone(),
+            work_result: Some({
+                if !sources.is_empty() && result.get("result").is_some() {
+                    result["sources"] = serde_json::json!(sources);
+                }
+                result
+            }),
+            declaration: cx.decided.declaration.clone(),
             notice: None,
             memory_summary: summary.clone(),
+            may_propose,
         };
-        let loops = this.loop_index;
+        let loops = cx.this.loop_index;
         let service = self.ctx.service;
-        let next = match (&decision, ok) {
-            (LoopDecision::AnotherLoop { .. }, Some(r)) => NewEvent::caused_by(
-                event,
-                STEP_NEXT,
-                &work(route, next_loop_task(route, &this.task, r), false),
-                service,
-            ),
-            (LoopDecision::Reroute { route: to }, Some(r)) if *to != Route::Chat => {
+        let ok = result.ok();
+        match (decision, ok) {
+            (LoopDecision::AnotherLoop { .. }, Some(r)) => {
+                let mut r = r.clone();
+                if let Some(why) = why {
+                    r.why = why.to_owned();
+                }
                 NewEvent::caused_by(
                     event,
                     STEP_NEXT,
-                    &work(*to, reroute_task(*to, &first_task, route, &r.why), true),
+                    &work(route, next_loop_task(route, &cx.this.task, &r), false),
+                    service,
+                )
+            }
+            (LoopDecision::Reroute { route: to }, Some(r)) if *to != Route::Chat => {
+                let why = why.unwrap_or(&r.why);
+                NewEvent::caused_by(
+                    event,
+                    STEP_NEXT,
+                    &work(*to, reroute_task(*to, &cx.first_task, route, why), true),
                     service,
                 )
             }
             (LoopDecision::AskUser { .. }, r) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
-                &render(work_result("ask_user", route, loops, r)),
+                &render(work_result("ask_user", route, loops, r), false),
                 service,
             ),
             (LoopDecision::LimitReached, r) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
-                &render(work_result("limit_reached", route, loops, r)),
+                &render(work_result("limit_reached", route, loops, r), false),
                 service,
             ),
             (_, Some(r)) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
-                &render(work_result("done", route, loops, Some(r))),
+                &render(work_result("done", route, loops, Some(r)), may_propose),
                 service,
             ),
             (_, None) => {
-                let reason = run.result.as_ref().err().map_or("unknown", String::as_str);
-                let kind = reason.split(':').next().unwrap_or("unknown");
+                let reason = result.err().unwrap_or("unknown");
+                let kind = if reason.contains("research_unavailable") {
+                    "research_unavailable"
+                } else {
+                    reason.split(':').next().unwrap_or("unknown")
+                };
                 NewEvent::caused_by(
                     event,
                     STEP_NEXT,
-                    &render(failure_result(route, loops, kind)),
+                    &render(failure_result(route, loops, kind), false),
                     service,
                 )
             }
         }
-        .map_err(HandlerError::permanent)?;
-        let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, service)
+        .map_err(HandlerError::permanent)
+    }
+
+    /// `WorkerCompleted` / `WorkerFailed`: one loop-controller decision per run.
+    pub(crate) async fn on_worker_outcome(
+        &self,
+        event: &RecordedEvent,
+    ) -> Result<(), HandlerError> {
+        let run = outcome_of(event)?;
+        let cx = self
+            .loop_context(run.user_event_id, event.metadata.causation_id)
+            .await?;
+        let route = run.route;
+        let state = self.loop_state(&cx, route, event);
+        let outcome = match &run.result {
+            Ok(r) => WorkerOutcome::Completed(r),
+            Err(reason) => {
+                warn!(%route, loop_index = cx.this.loop_index, %reason, "worker output is a failure");
+                WorkerOutcome::Failed
+            }
+        };
+        let decision = decide_next(&state, &self.config.loop_policy, outcome);
+        info!(%route, loop_index = cx.this.loop_index, decision = decision_name(&decision), "loop decided");
+        let ok = run.result.as_ref().ok();
+        let logged = loop_decided(
+            &cx,
+            route,
+            &decision,
+            ok,
+            run.result.as_ref().err().cloned(),
+        );
+        // A finished result: the persona may judge it first, once per user message.
+        let may_propose = self.config.loop_policy.persona_proposals
+            && !cx.proposed
+            && decision == LoopDecision::Render;
+        let next = self
+            .next_step(
+                event,
+                &cx,
+                route,
+                &decision,
+                run.result.as_ref().map_err(String::as_str),
+                None,
+                may_propose,
+                &run.sources,
+            )
+            .await?;
+        let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        self.append(&turn.message.session_id, &[logged, next]).await
+        self.append(&cx.turn.message.session_id, &[logged, next])
+            .await
+    }
+}
+
+/// The routing log's record of a loop decision.
+pub(crate) fn loop_decided(
+    cx: &LoopContext,
+    route: Route,
+    decision: &LoopDecision,
+    ok: Option<&WorkerResult>,
+    failure: Option<String>,
+) -> LoopDecided {
+    LoopDecided {
+        session_id: cx.turn.message.session_id.clone(),
+        user_event_id: cx.turn.id(),
+        route,
+        loop_index: cx.this.loop_index,
+        decision: decision_name(decision).to_owned(),
+        reroute_to: match decision {
+            LoopDecision::Reroute { route } => Some(*route),
+            _ => None,
+        },
+        needs_next_loop: ok.map(|r| r.needs_next_loop),
+        risk: ok.and_then(|r| {
+            serde_json::to_value(r.risk)
+                .ok()?
+                .as_str()
+                .map(str::to_owned)
+        }),
+        fit: ok.and_then(|r| r.fit),
+        confidence: ok.map(|r| r.confidence),
+        failure,
+        persona_proposal: None,
     }
 }

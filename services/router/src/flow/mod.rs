@@ -5,13 +5,15 @@
 
 pub mod intake;
 pub mod loops;
+pub mod proposal;
 pub mod task;
 pub mod turn;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    ClassifierReplied, RenderFailed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+    ClassifierReplied, PersonaProposed, RenderFailed, UserMessageReceived, WorkerCompleted,
+    WorkerFailed,
 };
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -74,6 +76,7 @@ impl EventHandler for Router {
             WorkerCompleted::EVENT_TYPE | WorkerFailed::EVENT_TYPE => {
                 self.on_worker_outcome(&event).await
             }
+            PersonaProposed::EVENT_TYPE => self.on_persona_proposal(&event).await,
             other => Err(HandlerError::permanent(format!(
                 "router does not handle {other}"
             ))),

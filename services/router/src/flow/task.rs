@@ -87,7 +87,11 @@ pub fn work_result(status: &str, route: Route, loops: u32, result: Option<&Worke
 }
 
 /// The short failure summary the persona tells the user (no internals, no raw output).
+/// RESEARCH without a search endpoint has its own status: nothing can be looked up.
 pub fn failure_result(route: Route, loops: u32, reason: &str) -> Value {
+    if reason == "research_unavailable" {
+        return json!({ "status": "research_unavailable", "route": route.as_str(), "loops": loops });
+    }
     json!({
         "status": "failed",
         "route": route.as_str(),

@@ -90,6 +90,27 @@ impl Router {
         })
     }
 
+    /// The previous primary route decision of the session before this message, if any.
+    pub(crate) async fn previous_decision(
+        &self,
+        turn: &Turn,
+    ) -> Result<Option<RouteDecided>, HandlerError> {
+        let row = sqlx::query_scalar::<_, serde_json::Value>(&format!(
+            "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
+             AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
+             ORDER BY version DESC LIMIT 1",
+            RouteDecided::EVENT_TYPE
+        ))
+        .bind(&turn.event.stream)
+        .bind(turn.event.version)
+        .fetch_optional(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?;
+        row.map(serde_json::from_value::<RouteDecided>)
+            .transpose()
+            .map_err(HandlerError::permanent)
+    }
+
     /// The `local_only` flag in force before the message at `version`: the last `/local` or
     /// `/cloud` among the user messages before it, in stream (= accepted) order.
     ///

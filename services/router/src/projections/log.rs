@@ -106,6 +106,67 @@ impl RoutingLog {
     }
 }
 
+/// One correction: a message whose route the next message marked as misclassified.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Misrouted {
+    /// The misrouted message.
+    pub user_event_id: Uuid,
+    /// The conversation.
+    pub session_id: String,
+    /// Its text, masked (what the dictionary or classifier got wrong).
+    pub input_masked: Option<String>,
+    /// The route it was given.
+    pub misrouted_as: String,
+    /// How (`rule`, `classifier`, `default`, …).
+    pub misrouted_source: Option<String>,
+    /// The classifier's confidence then, if it was asked.
+    pub classifier_confidence: Option<f64>,
+    /// The route the correcting message took.
+    pub corrected_to: Option<String>,
+    /// `negation` or `explicit`.
+    pub signal: String,
+    /// The correcting message, masked.
+    pub correction_masked: Option<String>,
+    /// When the correction arrived.
+    pub corrected_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl RoutingLog {
+    /// The newest `limit` corrections, newest first: the material for improving the rule
+    /// dictionary and the thresholds (`ghost route-report`).
+    pub async fn misclassifications<'e>(
+        executor: impl PgExecutor<'e>,
+        limit: i64,
+    ) -> Result<Vec<Misrouted>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT c.corrects_event_id, c.session_id, p.input_masked, c.misrouted_as, \
+             c.misrouted_source, p.classifier_confidence, c.first_route, c.correction_signal, \
+             c.input_masked, c.recorded_at \
+             FROM routing_log c LEFT JOIN routing_log p ON p.user_event_id = c.corrects_event_id \
+             WHERE c.corrects_event_id IS NOT NULL ORDER BY c.recorded_at DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(executor)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Misrouted {
+                    user_event_id: r.try_get(0)?,
+                    session_id: r.try_get(1)?,
+                    input_masked: r.try_get(2)?,
+                    misrouted_as: r.try_get(3)?,
+                    misrouted_source: r.try_get(4)?,
+                    classifier_confidence: r.try_get(5)?,
+                    corrected_to: r.try_get(6)?,
+                    signal: r.try_get(7)?,
+                    correction_masked: r.try_get(8)?,
+                    corrected_at: r.try_get(9)?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// The classifier columns and parse failure of a decision's `detail`.
 fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<Value>) {
     let asked = matches!(
@@ -189,6 +250,19 @@ impl RoutingLog {
                 .bind(failures)
                 .execute(&mut **tx)
                 .await?;
+                if let Some(c) = &d.corrects {
+                    sqlx::query(
+                        "UPDATE routing_log SET corrects_event_id = $2, misrouted_as = $3, \
+                         misrouted_source = $4, correction_signal = $5 WHERE user_event_id = $1",
+                    )
+                    .bind(d.user_event_id)
+                    .bind(c.user_event_id)
+                    .bind(c.route.as_str())
+                    .bind(c.source.as_str())
+                    .bind(&c.signal)
+                    .execute(&mut **tx)
+                    .await?;
+                }
             }
             WorkRequested::EVENT_TYPE => {
                 let w: WorkRequested = event
@@ -212,10 +286,19 @@ impl RoutingLog {
                     .decode()
                     .map_err(|e| ProjectionError::decode(event, e))?;
                 let entry = serde_json::to_value(&l).unwrap_or(Value::Null);
+                let ignored_proposal = l
+                    .persona_proposal
+                    .as_deref()
+                    .and_then(|p| p.strip_prefix("invalid "))
+                    .map(|p| p.split(':').next().unwrap_or(p));
                 let failures = Value::Array(
                     l.failure
                         .iter()
                         .map(|f| json!({"stage": "worker", "route": l.route, "kind": f}))
+                        .chain(
+                            ignored_proposal
+                                .map(|kind| json!({"stage": "persona_proposal", "kind": kind})),
+                        )
                         .collect(),
                 );
                 sqlx::query(

@@ -10,7 +10,7 @@ pub mod log;
 pub mod sessions;
 
 pub use analyze::AnalyzeResults;
-pub use log::{RoutingLog, RoutingLogRow};
+pub use log::{Misrouted, RoutingLog, RoutingLogRow};
 pub use sessions::{RoutingSessions, SessionRow};
 
 use ghost_shared::envelope::RecordedEvent;

@@ -23,6 +23,8 @@ pub struct ClassifierVerdict {
     pub reason: String,
     /// Input fragments cited as evidence (at most 2, masked).
     pub evidence: Vec<String>,
+    /// The message rejects how the previous message was handled (optional, default false).
+    pub corrects_previous: bool,
 }
 
 /// Why a structured route decision was discarded (logged; the message then goes to CHAT).
@@ -62,6 +64,9 @@ pub enum ClassifierError {
         /// The confidence as returned.
         confidence: f64,
     },
+    /// `corrects_previous` is present but not a boolean.
+    #[error("classifier corrects_previous is not a boolean")]
+    CorrectionNotBoolean,
     /// The call itself failed (timeout, transport, model error) — reported by the caller.
     #[error("classifier call failed: {detail}")]
     CallFailed {
@@ -81,6 +86,7 @@ impl ClassifierError {
             ClassifierError::UnknownRoute { .. } => "unknown_route",
             ClassifierError::ConfidenceNotNumber => "confidence_not_number",
             ClassifierError::ConfidenceOutOfRange { .. } => "confidence_out_of_range",
+            ClassifierError::CorrectionNotBoolean => "correction_not_boolean",
             ClassifierError::CallFailed { .. } => "call_failed",
         }
     }
@@ -146,6 +152,11 @@ pub fn parse_classifier_output(raw: &str) -> Result<ClassifierVerdict, Classifie
                 .collect()
         })
         .unwrap_or_default();
+    let corrects_previous = match map.get("corrects_previous") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(ClassifierError::CorrectionNotBoolean),
+    };
     if evidence.len() > MAX_CLASSIFIER_EVIDENCE {
         tracing::debug!(
             given = evidence.len(),
@@ -158,6 +169,7 @@ pub fn parse_classifier_output(raw: &str) -> Result<ClassifierVerdict, Classifie
         confidence,
         reason,
         evidence,
+        corrects_previous,
     })
 }
 
@@ -175,6 +187,22 @@ mod tests {
         assert_eq!(v.confidence, 0.75);
         assert_eq!(v.reason, "段取り");
         assert_eq!(v.evidence, vec!["来週", "引っ越し"]);
+    }
+
+    #[test]
+    fn a_correction_of_the_previous_route_is_a_structured_field() {
+        let v = parse_classifier_output(
+            r#"{"route":"CHAT","confidence":0.9,"reason":"wants to talk","evidence":["相談したいだけ"],"corrects_previous":true}"#,
+        )
+        .unwrap();
+        assert!(v.corrects_previous);
+        let plain = parse_classifier_output(r#"{"route":"CHAT","confidence":0.9}"#).unwrap();
+        assert!(!plain.corrects_previous);
+        let bad = r#"{"route":"CHAT","confidence":0.9,"corrects_previous":"yes"}"#;
+        assert_eq!(
+            parse_classifier_output(bad).unwrap_err().kind(),
+            "correction_not_boolean"
+        );
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub struct LoopPolicy {
     pub max_seconds: u64,
     /// A worker confidence below this is "low": the user is asked when the branch matters.
     pub ask_below_confidence: f64,
+    /// Whether the persona judges a finished result before replying and may propose the
+    /// next step (one more model call per worker-backed reply, once per user message).
+    pub persona_proposals: bool,
 }
 
 impl Default for LoopPolicy {
@@ -124,6 +127,7 @@ impl Default for LoopPolicy {
             max_loops: 3,
             max_seconds: 120,
             ask_below_confidence: 0.5,
+            persona_proposals: true,
         }
     }
 }

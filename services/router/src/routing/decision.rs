@@ -56,6 +56,10 @@ pub struct RouteDecision {
     /// What the persona has to mention, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<Notice>,
+    /// The classifier (or Kuro) read the message as the user rejecting how the previous
+    /// message was handled (seed 002: negation is the strongest misclassification signal).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub corrects_previous: bool,
 }
 
 impl RouteDecision {
@@ -69,6 +73,7 @@ impl RouteDecision {
             confidence: None,
             fallback: None,
             notice: None,
+            corrects_previous: false,
         }
     }
 
@@ -132,6 +137,21 @@ pub fn adopt(
             return decision;
         }
     };
+    let corrects_previous = verdict.corrects_previous;
+    let mut decision = gate_verdict(verdict, origin, text, local_only, dict, gates);
+    decision.corrects_previous = corrects_previous;
+    decision
+}
+
+/// The adoption gates on a valid verdict (see [`adopt`]).
+fn gate_verdict(
+    verdict: ClassifierVerdict,
+    origin: DecisionOrigin,
+    text: &str,
+    local_only: bool,
+    dict: &RuleDictionary,
+    gates: &GateConfig,
+) -> RouteDecision {
     let safe = |fallback: Fallback| {
         tracing::info!(?origin, proposed = %verdict.route, ?fallback, "route fell to the safe side");
         RouteDecision {
@@ -142,6 +162,7 @@ pub fn adopt(
             confidence: Some(verdict.confidence),
             fallback: Some(fallback),
             notice: None,
+            corrects_previous: false,
         }
     };
     if verdict.route == Route::Chat {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::config::LoopPolicy;
+use super::proposal::ProposedStep;
 use super::worker::{Risk, WorkerResult};
 use ghost_shared::routing::Route;
 
@@ -135,9 +136,83 @@ pub fn decide_next(
     LoopDecision::Render
 }
 
+/// Decides on the persona's proposal about a result that was about to be rendered (the
+/// goal not reached, in its judgement). The persona only proposes; the limits hold:
+/// `stop` → `Render`; `confirm` → `AskUser`; `continue` → `AnotherLoop` within
+/// `max_loops`/`max_seconds`, else `LimitReached`; `reroute` → `Reroute` when
+/// [`reroute_allowed`] accepts it (once, not to CODE without evidence or under `/local`),
+/// else `Render`.
+pub fn decide_on_proposal(
+    state: &LoopState,
+    policy: &LoopPolicy,
+    step: ProposedStep,
+) -> LoopDecision {
+    match step {
+        ProposedStep::Stop => LoopDecision::Render,
+        ProposedStep::Confirm => LoopDecision::AskUser { questions: vec![] },
+        ProposedStep::Continue if out_of_budget(state, policy) => LoopDecision::LimitReached,
+        ProposedStep::Continue => LoopDecision::AnotherLoop {
+            next_actions: vec![],
+        },
+        ProposedStep::Reroute(route) if reroute_allowed(state, policy, route) => {
+            LoopDecision::Reroute { route }
+        }
+        ProposedStep::Reroute(route) => {
+            tracing::debug!(%route, rerouted = state.rerouted, "persona's reroute not taken");
+            LoopDecision::Render
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_persona_proposes_and_the_limits_decide() {
+        let p = LoopPolicy::default();
+        let s = state();
+        assert_eq!(
+            decide_on_proposal(&s, &p, ProposedStep::Stop),
+            LoopDecision::Render
+        );
+        assert_eq!(
+            decide_on_proposal(&s, &p, ProposedStep::Confirm),
+            LoopDecision::AskUser { questions: vec![] }
+        );
+        assert!(matches!(
+            decide_on_proposal(&s, &p, ProposedStep::Continue),
+            LoopDecision::AnotherLoop { .. }
+        ));
+        let spent = LoopState {
+            loops_done: 3,
+            ..state()
+        };
+        assert_eq!(
+            decide_on_proposal(&spent, &p, ProposedStep::Continue),
+            LoopDecision::LimitReached
+        );
+        assert_eq!(
+            decide_on_proposal(&s, &p, ProposedStep::Reroute(Route::Research)),
+            LoopDecision::Reroute {
+                route: Route::Research
+            }
+        );
+        let rerouted = LoopState {
+            rerouted: true,
+            ..state()
+        };
+        assert_eq!(
+            decide_on_proposal(&rerouted, &p, ProposedStep::Reroute(Route::Research)),
+            LoopDecision::Render,
+            "reroute at most once"
+        );
+        assert_eq!(
+            decide_on_proposal(&s, &p, ProposedStep::Reroute(Route::Code)),
+            LoopDecision::Render,
+            "no CODE without evidence"
+        );
+    }
 
     fn result() -> WorkerResult {
         WorkerResult {

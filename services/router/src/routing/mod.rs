@@ -6,7 +6,8 @@
 //! 2. If needed, the classifier is called once (by the caller) and its raw reply goes to
 //!    [`FirstStage::with_classifier_reply`]: validation, thresholds, CODE guard, `local_only`.
 //! 3. [`SessionRouting::record`] stores the primary route and returns the declaration line.
-//! 4. After each worker run, [`parse_worker_output`] and [`decide_next`] pick the next step.
+//! 4. After each worker run, [`parse_worker_output`] and [`decide_next`] pick the next step;
+//!    before the reply the persona may propose one ([`parse_proposal`], [`decide_on_proposal`]).
 //!
 //! Kuro entry mode ([`EntryMode::Kuro`]) replaces steps 1–2 with: command, else CHAT
 //! (`line_forced_chat`); Kuro's delegation decision goes through
@@ -21,6 +22,7 @@ pub mod decision;
 pub mod declaration;
 pub mod first_stage;
 pub mod loop_control;
+pub mod proposal;
 pub mod reply;
 pub mod rules;
 pub mod worker;
@@ -35,10 +37,13 @@ pub use first_stage::{
     ProbeSource, SessionRouting,
 };
 pub use ghost_shared::routing::{DecisionOrigin, Notice, Route, RouteSource, UnknownRoute};
-pub use loop_control::{decide_next, reroute_allowed, LoopDecision, LoopState, WorkerOutcome};
+pub use loop_control::{
+    decide_next, decide_on_proposal, reroute_allowed, LoopDecision, LoopState, WorkerOutcome,
+};
+pub use proposal::{parse_proposal, PersonaVerdict, ProposalError, ProposedStep};
 pub use reply::json_payload;
 pub use rules::{RuleDictionary, RuleInfo, RuleMatch};
-pub use worker::{parse_worker_output, ContractError, Risk, WorkerResult};
+pub use worker::{cited_sources, parse_worker_output, ContractError, Risk, WorkerResult};
 
 /// Helpers shared by the unit tests.
 #[cfg(test)]

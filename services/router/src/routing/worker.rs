@@ -226,9 +226,39 @@ pub fn parse_worker_output(raw: &str) -> Result<WorkerResult, ContractError> {
     })
 }
 
+/// The sources a RESEARCH reply may cite: those of `given` (the URLs the search returned)
+/// that the worker's output lists in `sources`, or all of `given` when it lists none of
+/// them. A URL the worker made up is never passed on.
+pub fn cited_sources(raw: &str, given: &[String]) -> Vec<String> {
+    let cited: Vec<String> = serde_json::from_str::<Value>(json_payload(raw))
+        .ok()
+        .and_then(|v| v.get("sources").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|url| given.iter().any(|g| g == url))
+        .map(str::to_owned)
+        .collect();
+    if cited.is_empty() {
+        given.to_vec()
+    } else {
+        cited
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_given_sources_are_cited() {
+        let given = vec!["http://a/1".to_owned(), "http://a/2".to_owned()];
+        let raw = r#"{"result":"r","sources":["http://a/2","https://invented.example/"]}"#;
+        assert_eq!(cited_sources(raw, &given), vec!["http://a/2".to_owned()]);
+        let invented = r#"{"result":"r","sources":["https://invented.example/"]}"#;
+        assert_eq!(cited_sources(invented, &given), given);
+        assert!(cited_sources(raw, &[]).is_empty());
+    }
 
     const FULL: &str = r#"{"result":"手順です","needs_next_loop":true,"why":"情報不足","next_actions":["a","b"],"questions_for_user":["OSは?"],"confidence":0.7,"risk":"medium","fit":false,"suggested_route":"OPS"}"#;
 

@@ -1,0 +1,247 @@
+//! The persona's autonomy message (seed 001 A-1): for a result whose `console_delivery` is
+//! `chat` or `notify`, the persona writes a message from structured input with its own
+//! prompt (`prompts/autonomy_message.md` after the persona rules of the reply prompt),
+//! stores it (`AutonomyMessageRendered` in the conversation's stream, its `assistant_text`
+//! row written at once) and then publishes it on `<prefix>.autonomy.message`: that is the
+//! moment it is said. No fallback: when the render fails nothing is said, the raw summary
+//! never shown; `AutonomyMessageFailed`, an activity entry and a warning say why.
+
+use serde_json::{json, Value};
+use tracing::warn;
+
+use ghost_shared::autonomy::activity::{
+    publish_activity, publish_message, Activity, AutonomyMessage,
+};
+use ghost_shared::autonomy::events::{
+    steps, ActionResultRecorded, AutonomyMessageFailed, AutonomyMessageRendered,
+};
+use ghost_shared::autonomy::persona::{vad_of, PersonaFields};
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::config::CharacterConfig;
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::mood_api::{self, MoodQuery};
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::store::ExpectedVersion;
+
+use crate::prompt::PersonaPrompt;
+
+/// Handles `ActionResultRecorded`.
+pub struct MessageRenderer {
+    ctx: ServiceContext,
+    character: CharacterConfig,
+    system: String,
+    llm: LlmClient,
+}
+
+/// The event type this handler consumes.
+pub const CONSUMES: &str = ActionResultRecorded::EVENT_TYPE;
+
+impl MessageRenderer {
+    /// Loads the persona rules, the message prompt and the model.
+    pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
+        let settings = &ctx.config.ghost.persona;
+        let character = ctx
+            .config
+            .characters
+            .get(&settings.character)
+            .cloned()
+            .ok_or_else(|| ServiceError::Config(format!("no character {}", settings.character)))?;
+        let read = |path: &std::path::Path, key: &str| {
+            let path = ctx.config.resolve(path);
+            std::fs::read_to_string(&path)
+                .map_err(|e| ServiceError::Config(format!("{key} {}: {e}", path.display())))
+        };
+        let rules = PersonaPrompt::new(read(&settings.prompt_file, "persona.prompt_file")?)
+            .map_err(|e| ServiceError::Config(e.to_string()))?
+            .render(&character);
+        let message = character.fill_persona(&read(
+            &ctx.config.ghost.autonomy.message_prompt_file,
+            "autonomy.message_prompt_file",
+        )?);
+        let llm = match &character.llm {
+            Some(cfg) => LlmClient::new(cfg.clone(), None)?,
+            None => ctx.llm("persona")?,
+        };
+        Ok(Self {
+            system: format!("{rules}\n\n{message}"),
+            character,
+            llm,
+            ctx,
+        })
+    }
+
+    /// The structured input (seed 001 A-1): persona, mood, decision, result, agent job.
+    async fn input(&self, recorded: &ActionResultRecorded) -> Value {
+        let timeout =
+            std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
+        let query = MoodQuery {
+            persona: self.character.name.clone(),
+            now: None,
+        };
+        let mood = match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout)
+            .await
+        {
+            Ok(answer) => {
+                json!({"long_mood_state": answer.state, "recent_vad_average": vad_of(&answer.state)})
+            }
+            Err(e) => {
+                warn!(error = %e, "no mood for the autonomy message");
+                json!({"long_mood_state": null, "recent_vad_average": null})
+            }
+        };
+        let d = &recorded.decision;
+        let r = &recorded.result;
+        let mut result = json!({
+            "result_status": r.result_status,
+            "capability_name": r.capability_name,
+            "summary_text": r.summary_text,
+            "result_payload": r.result_payload,
+        });
+        if let Some(raw) = r.details.get("raw_output_text") {
+            result["raw_output_text"] = raw.clone();
+        }
+        json!({
+            "persona": PersonaFields::of(&self.character),
+            "mood": mood,
+            "decision": {
+                "action_type": d.action_type,
+                "reason": d.reason,
+                "persona_influence": d.persona_influence,
+                "mood_influence": d.mood_influence,
+                "console_delivery": d.console_delivery,
+            },
+            "result": result,
+            "agent_job": recorded.agent_job,
+        })
+    }
+
+    /// The message text, or why there is none.
+    async fn render(&self, recorded: &ActionResultRecorded) -> Result<String, String> {
+        let input = self.input(recorded).await;
+        let messages = [
+            ChatMessage::system(self.system.clone()),
+            ChatMessage::user(input.to_string()),
+        ];
+        let text = self.llm.chat(&messages).await.map_err(|e| e.to_string())?;
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("the model wrote an empty message".into());
+        }
+        Ok(text.to_owned())
+    }
+
+    async fn fail(
+        &self,
+        cause: &RecordedEvent,
+        recorded: &ActionResultRecorded,
+        error: String,
+    ) -> Result<(), HandlerError> {
+        warn!(result = %cause.event_id, %error, "autonomy message not rendered; nothing is said");
+        let failed = AutonomyMessageFailed {
+            persona: recorded.persona.clone(),
+            result_event_id: cause.event_id,
+            error,
+        };
+        let new = NewEvent::caused_by(cause, steps::MESSAGE_FAILED, &failed, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let appended = self
+            .ctx
+            .log
+            .append(&cause.stream, ExpectedVersion::Any, &[new])
+            .await
+            .map_err(HandlerError::transient)?;
+        if !appended.duplicate {
+            for e in &appended.events {
+                publish_activity(
+                    self.ctx.bus(),
+                    &Activity {
+                        kind: "message_failed".into(),
+                        persona: recorded.persona.clone(),
+                        event_id: e.event_id,
+                        detail: e.payload.clone(),
+                    },
+                )
+                .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the message's `assistant_text` row, then publishes it: said.
+    async fn say(
+        &self,
+        stored: &RecordedEvent,
+        message: &AutonomyMessageRendered,
+    ) -> Result<(), HandlerError> {
+        AssistantTextProjection::store_now(self.ctx.store().pool(), stored)
+            .await
+            .map_err(|e| HandlerError::transient(e.to_string()))?;
+        publish_message(
+            self.ctx.bus(),
+            &AutonomyMessage {
+                event_id: stored.event_id,
+                speaker: message.persona.clone(),
+                session_id: message.session_id.clone(),
+                text: message.text.clone(),
+                delivery: message.delivery,
+            },
+        )
+        .await;
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for MessageRenderer {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let recorded: ActionResultRecorded = event.decode().map_err(HandlerError::permanent)?;
+        let Some(delivery) = recorded
+            .decision
+            .console_delivery
+            .filter(|d| d.mode.speaks())
+        else {
+            return Ok(());
+        };
+        if let Some(done) = self
+            .ctx
+            .stored_outcome(&event, &[steps::MESSAGE, steps::MESSAGE_FAILED])
+            .await?
+        {
+            // Redelivered after the store: the earlier attempt may have died before publishing.
+            if let Ok(message) = done.decode::<AutonomyMessageRendered>() {
+                return self.say(&done, &message).await;
+            }
+            return Ok(());
+        }
+        let text = match self.render(&recorded).await {
+            Ok(text) => text,
+            Err(error) => return self.fail(&event, &recorded, error).await,
+        };
+        let message = AutonomyMessageRendered {
+            persona: recorded.persona.clone(),
+            session_id: self.ctx.config.ghost.autonomy.session_id.clone(),
+            result_event_id: event.event_id,
+            text,
+            delivery,
+        };
+        let new = NewEvent::caused_by(&event, steps::MESSAGE, &message, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let appended = self
+            .ctx
+            .log
+            .append(
+                &session_stream(&message.session_id),
+                ExpectedVersion::Any,
+                &[new],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        let stored = appended
+            .events
+            .first()
+            .ok_or_else(|| HandlerError::permanent("append returned no event"))?;
+        self.say(stored, &message).await
+    }
+}

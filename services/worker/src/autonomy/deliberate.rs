@@ -1,0 +1,161 @@
+//! `AutonomyTickRequested`: collect the deliberation input, ask the model for one
+//! `ActionDecision` (JSON only), record `ActionDecided` — or `ActionDropped` with every
+//! reason (an invalid answer is never repaired) plus a warning. Once per tick.
+
+use serde_json::json;
+use tracing::warn;
+
+use ghost_shared::autonomy::decision::{parse_decision, CAPABILITIES};
+use ghost_shared::autonomy::events::{
+    steps, ActionDecided, ActionDropped, AutonomyTickRequested, DropReason,
+};
+use ghost_shared::autonomy::persona::PersonaFields;
+use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::mood_api::{self, MoodQuery};
+use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::store::ExpectedVersion;
+
+use super::focus::{build_input, FocusSources, RecentEvent};
+
+/// Handles `AutonomyTickRequested`.
+pub struct Deliberator {
+    pub(crate) ctx: ServiceContext,
+    pub(crate) llm: LlmClient,
+    /// The deliberation prompt.
+    pub(crate) system: String,
+}
+
+impl Deliberator {
+    /// What the deliberation looks at (collection; the ordering is [`build_input`]'s).
+    async fn collect(&self, persona: &str) -> Result<FocusSources, HandlerError> {
+        let settings = &self.ctx.config.ghost.autonomy;
+        let turns = AssistantTextProjection::recent(
+            self.ctx.store().pool(),
+            &settings.session_id,
+            settings.recent_events as i64,
+        )
+        .await
+        .map_err(HandlerError::transient)?;
+        let timeout =
+            std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
+        let query = MoodQuery {
+            persona: persona.to_owned(),
+            now: None,
+        };
+        let long_mood =
+            match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
+                Ok(answer) => Some(answer.state),
+                Err(e) => {
+                    warn!(error = %e, "no mood for the deliberation");
+                    None
+                }
+            };
+        let memory = MemoryProjection::load(self.ctx.store().pool(), persona)
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut sources = FocusSources::from_memory(&memory);
+        sources.long_mood = long_mood;
+        sources.recent_events = turns
+            .into_iter()
+            .map(|t| RecentEvent {
+                role: t.role,
+                speaker: t.speaker,
+                text: t.text,
+            })
+            .collect();
+        Ok(sources)
+    }
+
+    /// The user message: persona fields, the ordered input and the capabilities.
+    fn request(&self, persona: &str, sources: &FocusSources) -> String {
+        let settings = &self.ctx.config.ghost.autonomy;
+        let fields = self
+            .ctx
+            .config
+            .characters
+            .get(persona)
+            .map(PersonaFields::of);
+        json!({
+            "persona": fields,
+            "deliberation_input": build_input(sources, settings.max_focus_items, settings.recent_events),
+            "capabilities": CAPABILITIES,
+        })
+        .to_string()
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Deliberator {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let tick: AutonomyTickRequested = event.decode().map_err(HandlerError::permanent)?;
+        if self
+            .ctx
+            .outcome_stored(&event, &[steps::DECIDED, steps::DROPPED])
+            .await?
+        {
+            return Ok(());
+        }
+        let sources = self.collect(&tick.persona).await?;
+        let messages = [
+            ChatMessage::system(self.system.clone()),
+            ChatMessage::user(self.request(&tick.persona, &sources)),
+        ];
+        let outcome = match self.llm.chat(&messages).await {
+            Ok(text) => {
+                parse_decision(&text).map_err(|errors| (DropReason::InvalidDecision, errors))
+            }
+            Err(e) => Err((DropReason::ModelError, vec![e.to_string()])),
+        };
+        let (new, kind) = match outcome {
+            Ok(decision) => (
+                NewEvent::caused_by(
+                    &event,
+                    steps::DECIDED,
+                    &ActionDecided {
+                        persona: tick.persona.clone(),
+                        tick_event_id: event.event_id,
+                        decision,
+                    },
+                    self.ctx.service,
+                ),
+                "decided",
+            ),
+            Err((reason, errors)) => {
+                warn!(tick = %event.event_id, ?reason, ?errors, "autonomy decision dropped; nothing runs");
+                (
+                    NewEvent::caused_by(
+                        &event,
+                        steps::DROPPED,
+                        &ActionDropped {
+                            persona: tick.persona.clone(),
+                            tick_event_id: event.event_id,
+                            reason,
+                            errors,
+                        },
+                        self.ctx.service,
+                    ),
+                    "dropped",
+                )
+            }
+        };
+        let new = new.map_err(HandlerError::permanent)?;
+        let appended = self
+            .ctx
+            .log
+            .append(&event.stream, ExpectedVersion::Any, &[new])
+            .await
+            .map_err(HandlerError::transient)?;
+        if !appended.duplicate {
+            for e in &appended.events {
+                super::report(&self.ctx, kind, &tick.persona, e).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The event types this handler consumes.
+pub const CONSUMES: &str = AutonomyTickRequested::EVENT_TYPE;

@@ -1,0 +1,70 @@
+//! `<prefix>.autonomy.activity` (monitoring: every decision, drop, start, result and failed
+//! message) and `<prefix>.autonomy.message` (the persona's utterances, already stored in
+//! `assistant_text`). Both are core NATS: publishing is the moment a message is said, no
+//! acknowledgement is awaited, and activity is never conversation history.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::decision::ConsoleDelivery;
+use crate::bus::Bus;
+
+/// The activity subject.
+pub fn activity_subject(bus: &Bus) -> String {
+    bus.core_subject("autonomy.activity")
+}
+
+/// The message subject.
+pub fn message_subject(bus: &Bus) -> String {
+    bus.core_subject("autonomy.message")
+}
+
+/// One activity entry: an autonomy event, as monitoring sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    /// `decided`, `dropped`, `started`, `result`, `message_failed`.
+    pub kind: String,
+    /// The persona.
+    pub persona: String,
+    /// The event this reports.
+    pub event_id: Uuid,
+    /// The event's payload.
+    pub detail: Value,
+}
+
+/// One persona utterance as consoles receive it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutonomyMessage {
+    /// The `AutonomyMessageRendered` event (also the `assistant_text` row).
+    pub event_id: Uuid,
+    /// The sender: the persona, in every mode.
+    pub speaker: String,
+    /// The conversation.
+    pub session_id: String,
+    /// What was said.
+    pub text: String,
+    /// `chat` or `notify` (display style) and the message kind.
+    pub delivery: ConsoleDelivery,
+}
+
+/// Publishes an activity entry (monitoring only: a lost one is logged, never retried).
+pub async fn publish_activity(bus: &Bus, activity: &Activity) {
+    publish(bus, activity_subject(bus), activity).await;
+}
+
+/// Publishes a stored message: the moment it is said.
+pub async fn publish_message(bus: &Bus, message: &AutonomyMessage) {
+    publish(bus, message_subject(bus), message).await;
+}
+
+async fn publish<T: Serialize>(bus: &Bus, subject: String, value: &T) {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => {
+            if let Err(e) = bus.publish_core(subject.clone(), bytes.into()).await {
+                tracing::warn!(%subject, error = %e, "autonomy publish failed");
+            }
+        }
+        Err(e) => tracing::warn!(%subject, error = %e, "autonomy payload not serializable"),
+    }
+}

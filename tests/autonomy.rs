@@ -1,0 +1,550 @@
+//! Autonomy end to end (seed 001 phase A): a tick → the worker's decision (fake model) → the
+//! capability (fake search server, a real child process) → the persona's message (fake
+//! model), stored in `assistant_text` before it is published, delivered to a console over
+//! `GET /api/events` with the activity stream beside it.
+
+mod support;
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use ghost_shared::autonomy::events::{
+    ActionDecided, ActionDropped, ActionResultRecorded, ActionStarted, AutonomyMessageFailed,
+    AutonomyMessageRendered,
+};
+use ghost_shared::config::CliAgentSettings;
+use ghost_shared::envelope::EventPayload;
+use ghost_shared::projections::AssistantTextProjection;
+use ghost_testkit::fake_llm::{Failure, Script};
+use ghost_testkit::fake_search::{FakeHit, FakeSearch};
+use ghost_testkit::testing::{eventually, WORKER_MODEL};
+use support::logs::LogCapture;
+use support::{TestApp, TOKEN};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Every JSON log line of this test binary.
+fn capture() -> &'static LogCapture {
+    static CAP: OnceLock<LogCapture> = OnceLock::new();
+    CAP.get_or_init(|| {
+        let cap = LogCapture::default();
+        let sub = tracing_subscriber::fmt()
+            .json()
+            .with_writer(cap.clone())
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let _ = tracing::subscriber::set_global_default(sub);
+        cap
+    })
+}
+
+/// A console client on `GET /api/events?token=…`, collecting every frame.
+struct Console {
+    frames: Arc<Mutex<Vec<Value>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Console {
+    async fn connect(app: &TestApp) -> Console {
+        let url = format!(
+            "{}/api/events?token={TOKEN}",
+            app.base_url.replace("http://", "ws://")
+        );
+        let (mut ws, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("websocket upgrade");
+        // Subscribed once `ready` arrives: nothing said after it is missed.
+        let first = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
+        let Some(Ok(Message::Text(t))) = first else {
+            panic!("no ready frame: {first:?}")
+        };
+        assert_eq!(serde_json::from_str::<Value>(&t).unwrap()["type"], "ready");
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let sink = frames.clone();
+        let task = tokio::spawn(async move {
+            while let Some(Ok(frame)) = ws.next().await {
+                if let Message::Text(t) = frame {
+                    if let Ok(v) = serde_json::from_str::<Value>(&t) {
+                        sink.lock().unwrap().push(v);
+                    }
+                }
+            }
+        });
+        Console { frames, task }
+    }
+
+    fn frames(&self) -> Vec<Value> {
+        self.frames.lock().unwrap().clone()
+    }
+
+    fn of_type(&self, t: &str) -> Vec<Value> {
+        self.frames()
+            .into_iter()
+            .filter(|f| f["type"] == t)
+            .collect()
+    }
+
+    fn activity_kinds(&self) -> Vec<String> {
+        self.of_type("activity")
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    async fn wait_for_activity(&self, kind: &str, n: usize) {
+        eventually(WAIT, &format!("{n} {kind} activity"), || async {
+            (self.activity_kinds().iter().filter(|k| *k == kind).count() >= n).then_some(())
+        })
+        .await;
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn spawn(search: &FakeSearch, agent: Option<CliAgentSettings>) -> TestApp {
+    let url = search.search_url();
+    TestApp::spawn_adjusted(
+        &ghost::stack::ServiceName::ALL,
+        &[("GHOST_AUTONOMY__INTERVAL_SECS", "0")],
+        move |c| {
+            c.ghost.web.search_url = Some(url);
+            c.ghost.autonomy.cli_agent = agent;
+        },
+    )
+    .await
+}
+
+fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> String {
+    json!({
+        "decision": "do_action", "action_type": "web_research", "capability": capability,
+        "input": input, "reason": "マスターがお茶の話をしていた",
+        "persona_influence": {"curiosity": 0.8}, "mood_influence": {"calm": 0.5},
+        "console_delivery": {"mode": mode, "message_kind": kind}
+    })
+    .to_string()
+}
+
+/// `POST /api/autonomy/tick`; the tick's event id.
+async fn tick(app: &TestApp) -> String {
+    let response = app
+        .http
+        .post(format!("{}/api/autonomy/tick", app.base_url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let body: Value = response.json().await.unwrap();
+    body["tick_event_id"].as_str().unwrap().to_owned()
+}
+
+async fn count(app: &TestApp, event_type: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = $1")
+        .bind(event_type)
+        .fetch_one(app.store.pool())
+        .await
+        .unwrap()
+}
+
+/// The persona model's requests that rendered an autonomy message (their user message is
+/// the structured input).
+fn render_requests(app: &TestApp) -> Vec<Value> {
+    app.persona_requests()
+        .iter()
+        .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+        .filter(|v| v.get("result").is_some())
+        .collect()
+}
+
+fn tea_hits(search: &FakeSearch) {
+    search.set_hits(vec![FakeHit {
+        title: "Sencha guide".into(),
+        url: "https://tea.example/sencha".into(),
+        content: "Steep sencha at 70 degrees for one minute.".into(),
+    }]);
+}
+
+#[tokio::test]
+async fn a_web_access_tick_with_chat_delivery_is_said_by_the_persona() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let console = Console::connect(&app).await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(&decision(
+            "web_access",
+            json!({"query": "sencha temperature"}),
+            "chat",
+            "report",
+        )),
+    );
+    let said = "煎茶は70度くらいで一分がいいみたいだよ。";
+    app.reply(Script::reply(said));
+    tick(&app).await;
+
+    let message = eventually(WAIT, "the persona's message", || async {
+        console.of_type("message").into_iter().next()
+    })
+    .await;
+    // Stored before published: the row was there when the console got it.
+    let event_id: uuid::Uuid = serde_json::from_value(message["event_id"].clone()).unwrap();
+    let rows = AssistantTextProjection::all(app.store.pool())
+        .await
+        .unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r.event_id == event_id)
+        .expect("assistant_text row");
+    assert_eq!(row.source, "autonomy_message");
+    assert_eq!(row.text, said);
+    assert_eq!(row.session_id, "console");
+    assert_eq!(message["text"], said);
+    assert_eq!(message["speaker"], "kuro");
+    assert_eq!(message["display"], "chat");
+
+    assert_eq!(search.queries(), vec!["sencha temperature".to_owned()]);
+    console.wait_for_activity("result", 1).await;
+    let kinds = console.activity_kinds();
+    assert_eq!(kinds, vec!["decided", "started", "result"]);
+    // Activity is monitoring, never conversation: the only autonomy row is the message.
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.source == "autonomy_message")
+            .count(),
+        1
+    );
+
+    // Rendered from the structured input: persona fields and result_payload (the facts).
+    let renders = render_requests(&app);
+    assert_eq!(renders.len(), 1);
+    let input = &renders[0];
+    assert!(!input["persona"]["persona_text"]
+        .as_str()
+        .unwrap()
+        .is_empty());
+    assert!(input["persona"].get("addon_text").is_some());
+    assert!(input["persona"].get("second_person_label").is_some());
+    assert_eq!(
+        input["result"]["result_payload"]["hits"][0]["url"],
+        "https://tea.example/sencha"
+    );
+    assert_eq!(
+        input["result"]["result_payload"]["source_urls"],
+        json!(["https://tea.example/sencha"])
+    );
+    assert_eq!(
+        input["decision"]["console_delivery"]["message_kind"],
+        "report"
+    );
+    assert_eq!(input["result"]["capability_name"], "web_access");
+
+    // The next chat reply in that conversation sees what the persona said.
+    app.reply(Script::reply("そうそう、さっきの話だよ。"));
+    app.chat("console", "さっき何を調べたの?").await;
+    let last = app.persona_requests().pop().unwrap();
+    let history: Vec<&Value> = last.messages().iter().collect();
+    assert!(
+        history
+            .iter()
+            .any(|m| m["role"] == "assistant" && m["content"] == said),
+        "{history:?}"
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let console = Console::connect(&app).await;
+    for mode in ["silent", "activity_only"] {
+        app.llm.push_for_model(
+            WORKER_MODEL,
+            Script::reply(&decision(
+                "web_access",
+                json!({"query": mode}),
+                mode,
+                "report",
+            )),
+        );
+        tick(&app).await;
+        let n = if mode == "silent" { 1 } else { 2 };
+        console.wait_for_activity("result", n).await;
+    }
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(&decision(
+            "web_access",
+            json!({"query": "notify"}),
+            "notify",
+            "progress",
+        )),
+    );
+    app.reply(Script::reply("ちょっと調べものが進んだよ。"));
+    tick(&app).await;
+    let message = eventually(WAIT, "the notify message", || async {
+        console.of_type("message").into_iter().next()
+    })
+    .await;
+    assert_eq!(message["display"], "notify");
+    assert_eq!(message["message_kind"], "progress");
+    assert_eq!(message["speaker"], "kuro", "the sender is the persona");
+    console.wait_for_activity("result", 3).await;
+    // Exactly one message (the notify one) was ever rendered, stored or sent.
+    assert_eq!(render_requests(&app).len(), 1);
+    assert_eq!(count(&app, AutonomyMessageRendered::EVENT_TYPE).await, 1);
+    assert_eq!(console.of_type("message").len(), 1);
+    assert_eq!(search.queries(), vec!["silent", "activity_only", "notify"]);
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_failed_render_says_nothing_and_never_shows_the_summary() {
+    let logs = capture();
+    let search = FakeSearch::start().await.unwrap();
+    let marker = format!("MARKER-{}", uuid::Uuid::new_v4().simple());
+    let link = "[the notes](https://agent.example/notes)";
+    // The agent prints the marker and a Markdown link: they land in summary_text.
+    let dir = std::env::temp_dir().join(format!("ghost-agent-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = CliAgentSettings {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), format!("echo '{marker} {link}'")],
+        working_dir: Some(dir.clone()),
+        timeout_secs: 30,
+        max_output_bytes: 4096,
+    };
+    let app = spawn(&search, Some(agent)).await;
+    let console = Console::connect(&app).await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(&decision(
+            "agent_delegate",
+            json!({"task": "メモを整理"}),
+            "chat",
+            "report",
+        )),
+    );
+    app.reply(Script::failing(Failure::Status(500, "model down".into())));
+    tick(&app).await;
+    console.wait_for_activity("message_failed", 1).await;
+
+    let result = sqlx::query_scalar::<_, Value>(
+        "SELECT payload FROM events WHERE event_type = 'ActionResultRecorded'",
+    )
+    .fetch_one(app.store.pool())
+    .await
+    .unwrap();
+    assert!(result["result"]["summary_text"]
+        .as_str()
+        .unwrap()
+        .contains(&marker));
+    let result_id: uuid::Uuid =
+        sqlx::query_scalar("SELECT event_id FROM events WHERE event_type = 'ActionResultRecorded'")
+            .fetch_one(app.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(count(&app, AutonomyMessageFailed::EVENT_TYPE).await, 1);
+    assert_eq!(count(&app, AutonomyMessageRendered::EVENT_TYPE).await, 0);
+    assert!(console.of_type("message").is_empty());
+    for row in AssistantTextProjection::all(app.store.pool())
+        .await
+        .unwrap()
+    {
+        assert!(
+            !row.text.contains(&marker) && !row.text.contains(link),
+            "{row:?}"
+        );
+    }
+    for frame in console.frames() {
+        let text = frame.to_string();
+        assert!(
+            !text.contains(&marker) && !text.contains("agent.example"),
+            "{text}"
+        );
+    }
+    let warnings: Vec<Value> = logs
+        .text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["level"] == "WARN" && v["fields"]["result"] == result_id.to_string())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let _ = std::fs::remove_dir_all(dir);
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn invalid_decisions_are_dropped_with_a_reason_and_nothing_runs() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let console = Console::connect(&app).await;
+    let mut no_delivery: Value = serde_json::from_str(&decision(
+        "web_access",
+        json!({"query": "q"}),
+        "chat",
+        "report",
+    ))
+    .unwrap();
+    no_delivery
+        .as_object_mut()
+        .unwrap()
+        .remove("console_delivery");
+    let unknown = decision("shell_exec", json!({"cmd": "rm -rf /"}), "chat", "report");
+    let cases = [
+        (no_delivery.to_string(), "console_delivery: required"),
+        (unknown, "capability: unknown"),
+        (
+            "{\"decision\": \"do_action\", ".to_owned(),
+            "not a JSON object",
+        ),
+    ];
+    for (i, (answer, reason)) in cases.iter().enumerate() {
+        app.llm.push_for_model(WORKER_MODEL, Script::reply(answer));
+        tick(&app).await;
+        console.wait_for_activity("dropped", i + 1).await;
+        let dropped = console
+            .of_type("activity")
+            .into_iter()
+            .filter(|f| f["kind"] == "dropped")
+            .nth(i)
+            .unwrap();
+        let errors = dropped["detail"]["errors"].to_string();
+        assert!(errors.contains(reason), "{reason}: {errors}");
+    }
+    assert_eq!(count(&app, ActionDropped::EVENT_TYPE).await, 3);
+    assert_eq!(count(&app, ActionDecided::EVENT_TYPE).await, 0);
+    assert_eq!(count(&app, ActionStarted::EVENT_TYPE).await, 0);
+    assert_eq!(count(&app, ActionResultRecorded::EVENT_TYPE).await, 0);
+    assert!(search.queries().is_empty());
+    assert!(render_requests(&app).is_empty());
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_events_socket_needs_the_token() {
+    let search = FakeSearch::start().await.unwrap();
+    let app = spawn(&search, None).await;
+    let base = app.base_url.replace("http://", "ws://");
+    for url in [
+        format!("{base}/api/events"),
+        format!("{base}/api/events?token=wrong"),
+    ] {
+        assert!(tokio_tungstenite::connect_async(url).await.is_err());
+    }
+    let response = app
+        .http
+        .post(format!("{}/api/autonomy/tick", app.base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(count(&app, "AutonomyTickRequested").await, 0);
+    app.cleanup().await;
+}
+
+/// Plants `persona`'s memory rows (what the memory projection would hold).
+async fn plant_memory(app: &TestApp, likes_tea: bool) {
+    let state = |id: &str, body: &str, topic: &str| {
+        format!(
+            "INSERT INTO memory_states VALUES ('kuro', '{id}', 'task', 'active', '{body}', \
+             '{{\"topic\": \"{topic}\"}}', 0.5, 0.5, NULL, NULL, 1, '{{}}', 'seen', gen_random_uuid(), 1)"
+        )
+    };
+    let tea = state(
+        "00000000-0000-0000-0000-00000000000a",
+        "find a new tea",
+        "tea",
+    );
+    let health = state(
+        "00000000-0000-0000-0000-00000000000b",
+        "ask how master slept",
+        "master_health",
+    );
+    let polarity = if likes_tea { "like" } else { "dislike" };
+    let preference = format!(
+        "INSERT INTO preferences VALUES ('kuro', 'topic', 'tea', '{polarity}', 'tea', 'confirmed', \
+         0.9, '{{}}', 'said so', gen_random_uuid(), 2)"
+    );
+    let targets = if likes_tea {
+        r#"[{"type": "topic", "value": "tea", "weight": 0.7}]"#
+    } else {
+        r#"[{"type": "person", "value": "master_health", "weight": 0.8}]"#
+    };
+    let interest = format!(
+        "INSERT INTO persona_interest_state VALUES ('kuro', '{targets}', 'support', '{{}}', 0, gen_random_uuid(), 3)"
+    );
+    support::execute_all(&app.store, &[&tea, &health, &preference, &interest]).await;
+}
+
+/// The deliberation request's input, after one tick answered with a skip.
+async fn deliberation_input(likes_tea: bool) -> Value {
+    let search = FakeSearch::start().await.unwrap();
+    let app = spawn(&search, None).await;
+    let console = Console::connect(&app).await;
+    plant_memory(&app, likes_tea).await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
+    );
+    tick(&app).await;
+    console.wait_for_activity("decided", 1).await;
+    let request = app
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.model.as_deref() == Some(WORKER_MODEL))
+        .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+        .find(|v| v.get("deliberation_input").is_some())
+        .expect("the deliberation request");
+    assert_eq!(
+        count(&app, ActionStarted::EVENT_TYPE).await,
+        0,
+        "a skip runs nothing"
+    );
+    app.cleanup().await;
+    request
+}
+
+#[tokio::test]
+async fn deliberation_order_follows_the_persona_state() {
+    let ids = |input: &Value| -> Vec<String> {
+        input["deliberation_input"]["open_items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Likes tea and attends to it: the tea task first.
+    let tea_lover = deliberation_input(true).await;
+    assert_eq!(
+        ids(&tea_lover),
+        vec!["find a new tea", "ask how master slept"]
+    );
+    assert_eq!(
+        tea_lover["deliberation_input"]["persona_deliberation_focus"]["topic_bias"][0],
+        "tea"
+    );
+    // Dislikes tea and attends to the user's health: the other order.
+    let carer = deliberation_input(false).await;
+    assert_eq!(ids(&carer), vec!["ask how master slept", "find a new tea"]);
+    assert_eq!(
+        carer["deliberation_input"]["persona_deliberation_focus"]["avoid_bias"],
+        json!(["tea"])
+    );
+    assert_eq!(carer["deliberation_input"]["interaction_mode"], "support");
+    // The persona fields go in as they are configured.
+    assert!(carer["persona"]["second_person_label"].as_str().is_some());
+}
