@@ -63,6 +63,13 @@ enum Command {
         #[arg(long)]
         rules: Option<std::path::PathBuf>,
     },
+    /// Masking probe: reads text on stdin and prints {"masked", "categories", "high_risk"}
+    /// as one JSON object, with the rules of `masking.yaml` in the config directory.
+    Mask {
+        /// Rules file (default: `masking.yaml` in `$GHOST_CONFIG_DIR`, else `config/`).
+        #[arg(long)]
+        rules: Option<std::path::PathBuf>,
+    },
     /// Lists the routes users corrected (negation or a command right after an automatically
     /// routed answer), counted by wrong → right route, as JSON (from the routing log).
     RouteReport {
@@ -246,6 +253,7 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),
+            Command::Mask { rules } => mask_probe(rules),
             Command::RouteReport { limit } => route_report(limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
             Command::Autonomy {
@@ -405,8 +413,17 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
         .copied()
         .filter(|s| *s != ServiceName::Model)
         .collect();
+    let metrics_listen = config.ghost.telemetry.metrics_listen.clone();
     let mut stack = start_stack(config, &others).await?;
     stack.services.extend(model);
+    if let (Some(listen), false) = (metrics_listen, others.contains(&ServiceName::Gateway)) {
+        let metrics = ghost::stack::serve_metrics(&listen).await?;
+        if let Some(addr) = metrics.addr {
+            tracing::info!(%addr, "metrics listening");
+            println!("ghost: metrics on http://{addr}/metrics");
+        }
+        stack.services.push(metrics);
+    }
     if let Some(addr) = stack.gateway_addr() {
         tracing::info!(%addr, "gateway listening");
         println!("ghost: gateway listening on http://{addr}");
@@ -551,5 +568,24 @@ fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()
     let text = text.strip_suffix('\n').unwrap_or(&text);
     let output = ghost_router::routing::probe(text, local_only, &routing.dictionary);
     println!("{}", serde_json::to_string(&output)?);
+    Ok(())
+}
+
+/// `ghost mask`: stdin text masked with the rules file, as JSON.
+fn mask_probe(rules: Option<std::path::PathBuf>) -> Result<()> {
+    use std::io::Read;
+    let path = rules.unwrap_or_else(|| {
+        std::env::var_os(ghost_shared::config::CONFIG_DIR_ENV)
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from("config"))
+            .join(ghost_shared::config::MASKING_FILE)
+    });
+    let masker = ghost_shared::masking::Masker::from_file(&path)?;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("stdin is not UTF-8 text")?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    println!("{}", serde_json::to_string(&masker.mask(text))?);
     Ok(())
 }

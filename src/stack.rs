@@ -120,6 +120,25 @@ impl Stack {
     }
 }
 
+/// Serves this process's metrics (`GET /metrics`) on `listen`: what `ghost run <service>`
+/// opens when the process runs no gateway.
+pub async fn serve_metrics(listen: &str) -> Result<ServiceHandle, ServiceError> {
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
+        ServiceError::Config(format!(
+            "telemetry.metrics_listen {listen}: {e} (set GHOST_TELEMETRY__METRICS_LISTEN to a free address, or null)"
+        ))
+    })?;
+    ghost_shared::metrics::install();
+    let mut handle = ServiceHandle::new("metrics");
+    handle.addr = Some(listener.local_addr()?);
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(ghost_gateway::metrics::metrics),
+    );
+    handle.spawn(async move { axum::serve(listener, app).await });
+    Ok(handle)
+}
+
 /// Connects once and starts `services` on the shared connections.
 pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Stack, ServiceError> {
     let ctx = ServiceContext::connect(config, "ghost").await?;

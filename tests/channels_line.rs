@@ -291,3 +291,27 @@ async fn two_hundred_concurrent_webhooks_are_each_answered_once() {
     assert_eq!(c.events_of("UserMessageReceived").await.len(), n);
     c.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_character_in_a_line_message_is_stored_once_and_answered() {
+    let c = ChannelApp::spawn(&[]).await;
+    c.app.llm.set_default(Script::reply("うけとったよ"));
+    let body = line_text("ev-nul", "Unul", "a\u{0}b", "rt-nul", false);
+    assert_eq!(
+        c.post_line_signed(&body).await,
+        200,
+        "no 500: LINE would redeliver forever"
+    );
+    c.line_deliveries(1).await;
+    c.wait_events("ReplyDelivered", 1).await;
+    // The redelivery LINE sends anyway is a duplicate.
+    let again = line_text("ev-nul", "Unul", "a\u{0}b", "rt-nul", true);
+    assert_eq!(c.post_line_signed(&again).await, 200);
+    settle().await;
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(msgs.len(), 1, "stored once: {msgs:?}");
+    assert_eq!(msgs[0]["text"], "a\u{FFFD}b");
+    assert_eq!(msgs[0]["_replaced_characters"]["count"], 1);
+    assert_eq!(c.line.deliveries().len(), 1);
+    c.cleanup().await;
+}

@@ -144,3 +144,118 @@ async fn a_server_error_is_not_reposted() {
     );
     c.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_configured_bot_id_the_bot_never_answers_itself() {
+    // Default configuration: no `slack.bot_user_id`. The gateway learns it from auth.test.
+    let c = ChannelApp::spawn(&[("GHOST_SLACK__BOT_USER_ID", "")]).await;
+    c.app.llm.set_default(Script::reply("hello back"));
+    let own = ghost_testkit::fake_platforms::FAKE_BOT_USER_ID;
+    assert!(
+        c.slack
+            .calls()
+            .iter()
+            .any(|call| call.path == "/api/auth.test"),
+        "auth.test was asked at start"
+    );
+    // The bot's own post, as Slack echoes it in a DM: no turn.
+    let echo = slack_event(
+        "Ev-own-1",
+        json!({"type":"message","channel_type":"im","user":own,"text":"hello back","ts":"20.1","channel":"D7"}),
+    );
+    assert_eq!(c.post_slack_signed(&echo, None).await, 200);
+    // An envelope naming the bot in `authorizations` (the id auth.test did not give).
+    let named = serde_json::json!({
+        "type": "event_callback", "team_id": "T1", "api_app_id": "A1",
+        "event_id": "Ev-own-2", "event_time": 1_700_000_000,
+        "authorizations": [{"team_id": "T1", "user_id": "UENVBOT", "is_bot": true}],
+        "event": {"type":"message","channel_type":"im","user":"UENVBOT","text":"my words","ts":"20.2","channel":"D7"}
+    })
+    .to_string();
+    assert_eq!(c.post_slack_signed(&named, None).await, 200);
+    // A person's DM is answered, once.
+    let person = slack_event(
+        "Ev-person",
+        json!({"type":"message","channel_type":"im","user":"U9","text":"hi","ts":"20.3","channel":"D7"}),
+    );
+    assert_eq!(c.post_slack_signed(&person, None).await, 200);
+    c.wait_events("ReplyDelivered", 1).await;
+    settle().await;
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(
+        msgs.len(),
+        1,
+        "only the person's message is a turn: {msgs:?}"
+    );
+    assert_eq!(msgs[0]["speaker"], "U9");
+    assert_eq!(c.slack.deliveries().len(), 1);
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_dm_the_dm_is_the_conversation() {
+    let c = ChannelApp::spawn(&[]).await;
+    c.app.llm.set_default(Script::reply("noted"));
+    let first = slack_event(
+        "Ev-dm-1",
+        json!({"type":"message","channel_type":"im","user":"U9","text":"my cat is called Mochi","ts":"30.1","channel":"D8"}),
+    );
+    assert_eq!(c.post_slack_signed(&first, None).await, 200);
+    c.wait_events("ReplyDelivered", 1).await;
+    // A second top-level DM message (no thread): the same session, with the first in its
+    // history.
+    let second = slack_event(
+        "Ev-dm-2",
+        json!({"type":"message","channel_type":"im","user":"U9","text":"what is my cat called?","ts":"30.2","channel":"D8"}),
+    );
+    assert_eq!(c.post_slack_signed(&second, None).await, 200);
+    c.wait_events("ReplyDelivered", 2).await;
+    let msgs = c.events_of("UserMessageReceived").await;
+    let sessions: Vec<&str> = msgs
+        .iter()
+        .filter_map(|m| m["session_id"].as_str())
+        .collect();
+    assert_eq!(sessions, ["slack:D8", "slack:D8"]);
+    let last_prompt = c
+        .app
+        .persona_requests()
+        .last()
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
+    assert!(
+        last_prompt.contains("my cat is called Mochi"),
+        "{last_prompt}"
+    );
+    // In a channel each thread stays its own conversation.
+    let text = format!("<@{BOT}> hi");
+    let channel = slack_event(
+        "Ev-ch-1",
+        json!({"type":"app_mention","user":"U9","text":text,"ts":"31.1","channel":"C8"}),
+    );
+    assert_eq!(c.post_slack_signed(&channel, None).await, 200);
+    c.wait_events("ReplyDelivered", 3).await;
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(msgs[2]["session_id"], "slack:C8:31.1");
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_character_in_a_slack_message_is_stored_once_and_answered() {
+    let c = ChannelApp::spawn(&[]).await;
+    c.app.llm.set_default(Script::reply("got it"));
+    let body = slack_event(
+        "Ev-nul",
+        json!({"type":"message","channel_type":"im","user":"U9","text":"a\u{0}b","ts":"40.1","channel":"D9"}),
+    );
+    assert_eq!(c.post_slack_signed(&body, None).await, 200);
+    c.wait_events("ReplyDelivered", 1).await;
+    // Slack's retry of the same event is a duplicate.
+    assert_eq!(c.post_slack_signed(&body, Some(1)).await, 200);
+    settle().await;
+    let msgs = c.events_of("UserMessageReceived").await;
+    assert_eq!(msgs.len(), 1, "stored once: {msgs:?}");
+    assert_eq!(msgs[0]["text"], "a\u{FFFD}b");
+    assert_eq!(msgs[0]["_replaced_characters"]["count"], 1);
+    assert_eq!(c.slack.deliveries().len(), 1);
+    c.cleanup().await;
+}

@@ -31,6 +31,7 @@ fn start_chat(
         .http
         .post(format!("{}/api/chat", app.base_url))
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body(body);
     tokio::spawn(async move { read_sse(request.send().await.unwrap()).await })
 }
@@ -104,6 +105,55 @@ async fn persona_killed_mid_render_renders_again_and_replies_once() {
         stored.iter().filter(|e| e.is::<AssistantReplied>()).count(),
         1
     );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_redone_reply_is_announced_by_reset_and_its_tokens_add_up_to_done() {
+    let app = TestApp::spawn_services(&[ServiceName::Router, ServiceName::Gateway], &[]).await;
+    // Slow chunks: the first attempt's tokens reach the client before the crash (a process
+    // that aborts loses what its NATS client had not written yet).
+    app.reply(
+        Script::chunks(vec!["first ", "try ", "is lost"])
+            .with_chunk_delay(Duration::from_millis(500)),
+    );
+    app.reply(Script::chunks(vec!["second ", "try"]));
+    let mut doomed = app.spawn_child("persona", &[("GHOST_FAULTS", "persona.before_append")]);
+    let client = start_chat(&app, "c5", "hello");
+    wait_for_crash(&mut doomed).await;
+    let _successor = app.spawn_child("persona", &[]);
+    let events = client.await.unwrap();
+
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done", "{events:?}");
+    assert_eq!(done.data["reply_text"], "second try");
+    // The first attempt's tokens reached the client before the crash; a `reset` comes
+    // before the second attempt's, and what follows the last reset is the reply.
+    let last_reset = events.iter().rposition(|e| e.event == "reset");
+    assert!(last_reset.is_some(), "no reset event: {events:?}");
+    let after: String = events[last_reset.unwrap_or(0)..]
+        .iter()
+        .filter(|e| e.event == "token")
+        .filter_map(|e| e.data["delta"].as_str())
+        .collect();
+    assert_eq!(after, "second try", "{events:?}");
+
+    // Read your own writes: the conversation lists the reply as soon as `done` is sent.
+    let listed: serde_json::Value = app
+        .http
+        .get(format!("{}/api/sessions/c5/messages", app.base_url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let texts: Vec<&str> = listed["messages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|t| t["text"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(texts, ["hello", "second try"], "{listed}");
     app.cleanup().await;
 }
 

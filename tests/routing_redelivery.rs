@@ -83,6 +83,7 @@ async fn a_worker_killed_after_the_classifier_call_does_not_call_it_again() {
             .http
             .post(format!("{}/api/chat", r.app.base_url))
             .bearer_auth(support::TOKEN)
+            .header("content-type", "application/json")
             .body(body);
         tokio::spawn(async move { support::read_sse(request.send().await.expect("send")).await })
     };

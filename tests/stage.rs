@@ -344,6 +344,45 @@ async fn an_oversized_frame_or_message_is_refused_and_the_gateway_goes_on() {
 }
 
 #[tokio::test]
+async fn a_stage_line_never_shows_the_affect_trailer() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "2")]).await;
+    let marker = app.env.config.ghost.persona.affect_marker.clone();
+    let trailer = r#"{"reflection_text":"I felt watched","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["stars"]}"#;
+    let say = |id: &str, text: &str| app.llm.push_for_model(&model(id), Script::reply(text));
+    say(
+        "LUMINA",
+        &format!("星がきれいだね。[Next: NOX]\n{marker}\n{trailer}"),
+    );
+    say("NOX", &format!("そうだね。\n{marker}\n{trailer}"));
+
+    let mut ws = connect(&app, "s-trailer").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: ルミナ] 空を見て"}),
+    )
+    .await;
+    let frames = frames_until(&mut ws, is_active).await;
+    let texts: Vec<&str> = frames
+        .iter()
+        .filter(|f| f["type"] == "message")
+        .filter_map(|f| f["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["星がきれいだね。", "そうだね。"], "{frames:?}");
+    let all = serde_json::to_string(&frames).unwrap_or_default();
+    assert!(
+        !all.contains(&marker) && !all.contains("I felt watched"),
+        "nothing of the trailer reached the watcher: {all}"
+    );
+    // The trailer is stored with the raw line, never sent.
+    let events = stage_events(&app, "s-trailer").await;
+    let spoke: Vec<StageSpoke> = events.iter().filter_map(|e| e.decode().ok()).collect();
+    assert_eq!(spoke.len(), 2);
+    assert!(spoke[0].raw_text.contains(&marker));
+    assert_eq!(spoke[0].text, "星がきれいだね。");
+    app.cleanup().await;
+}
+
+#[tokio::test]
 async fn think_blocks_of_any_case_or_width_never_reach_watchers() {
     let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "3")]).await;
     let say = |id: &str, text: &str| app.llm.push_for_model(&model(id), Script::reply(text));

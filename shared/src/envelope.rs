@@ -54,11 +54,13 @@ impl NewEvent {
         payload: &P,
         metadata: EventMetadata,
     ) -> Result<Self, serde_json::Error> {
+        let mut payload = serde_json::to_value(payload)?;
+        make_storable(&mut payload);
         Ok(Self {
             event_id,
             event_type: P::EVENT_TYPE.to_owned(),
             schema_version: P::SCHEMA_VERSION,
-            payload: serde_json::to_value(payload)?,
+            payload,
             metadata,
         })
     }
@@ -97,6 +99,65 @@ impl NewEvent {
         let mut event = Self::caused_by(cause, "turn-outcome", payload, service)?;
         event.event_id = crate::ids::turn_outcome_id(user_event_id);
         Ok(event)
+    }
+}
+
+/// The payload key that records characters replaced before storage (readers ignore it).
+pub const REPLACED_KEY: &str = "_replaced_characters";
+
+/// What stands in for a character Postgres refuses.
+pub const REPLACEMENT: char = '\u{FFFD}';
+
+/// `text` as Postgres stores it: U+0000 (the only character a UTF-8 `text` or `jsonb`
+/// refuses) replaced by U+FFFD.
+pub fn storable_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// Makes a payload storable whatever its content: every U+0000 in a string or key becomes
+/// U+FFFD, and an object payload records how many were replaced under [`REPLACED_KEY`], so
+/// that no event (a chat message, a platform webhook) fails its append for its content.
+pub fn make_storable(payload: &mut serde_json::Value) -> usize {
+    let replaced = replace_nul(payload);
+    if replaced > 0 {
+        if let serde_json::Value::Object(map) = payload {
+            map.insert(
+                REPLACED_KEY.to_owned(),
+                serde_json::json!({ "count": replaced, "with": "U+FFFD", "was": "U+0000" }),
+            );
+        }
+    }
+    replaced
+}
+
+fn replace_nul(value: &mut serde_json::Value) -> usize {
+    use serde_json::Value;
+    let fix = |s: &mut String| {
+        let n = s.matches('\0').count();
+        if n > 0 {
+            *s = s.replace('\0', "\u{FFFD}");
+        }
+        n
+    };
+    match value {
+        Value::String(s) => fix(s),
+        Value::Array(items) => items.iter_mut().map(replace_nul).sum(),
+        Value::Object(map) => {
+            let mut n = 0;
+            if map.keys().any(|k| k.contains('\0')) {
+                let old = std::mem::take(map);
+                for (mut k, v) in old {
+                    n += fix(&mut k);
+                    map.insert(k, v);
+                }
+            }
+            n + map.values_mut().map(replace_nul).sum::<usize>()
+        }
+        _ => 0,
     }
 }
 
@@ -180,4 +241,24 @@ pub fn stream_kind(stream: &str) -> &str {
 /// Stream name of one conversation.
 pub fn session_stream(session_id: &str) -> String {
     format!("session-{session_id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nul_characters_are_replaced_and_recorded() {
+        let mut v = json!({"text": "a\u{0}b\u{0}", "list": ["\u{0}"], "k\u{0}": 1, "n": 2});
+        assert_eq!(make_storable(&mut v), 4);
+        assert_eq!(v["text"], "a\u{FFFD}b\u{FFFD}");
+        assert_eq!(v["list"][0], "\u{FFFD}");
+        assert_eq!(v["k\u{FFFD}"], 1);
+        assert_eq!(v[REPLACED_KEY]["count"], 4);
+        let mut clean = json!({"text": "fine"});
+        assert_eq!(make_storable(&mut clean), 0);
+        assert_eq!(clean, json!({"text": "fine"}));
+        assert_eq!(storable_text("x\u{0}"), "x\u{FFFD}");
+    }
 }

@@ -119,14 +119,33 @@ async fn clear_published(store: EventStore, mut rx: mpsc::UnboundedReceiver<i64>
 /// Publishes committed events that the fast path did not (the process died, or NATS was
 /// away), oldest first. Runs until its task is aborted; safe to run in many processes.
 pub async fn run_outbox_relay(store: EventStore, bus: Bus, interval: Duration, grace: Duration) {
+    crate::metrics::register_outbox();
     loop {
         match relay_once(&store, &bus, grace).await {
-            Ok(n) if n > 0 => continue,
+            Ok(n) if n > 0 => {
+                crate::metrics::outbox_relayed(n);
+                continue;
+            }
             Ok(_) => {}
             Err(e) => warn!(error = %e, "outbox relay pass failed"),
         }
+        match outbox_state(&store).await {
+            Ok((depth, lag)) => crate::metrics::outbox_observed(depth, lag),
+            Err(e) => debug!(error = %e, "could not measure the outbox"),
+        }
         tokio::time::sleep(interval).await;
     }
+}
+
+/// Rows in the outbox and the age of the oldest (for the metrics).
+async fn outbox_state(store: &EventStore) -> Result<(u64, Duration), StoreError> {
+    let (depth, lag): (i64, f64) = sqlx::query_as(
+        "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(enqueued_at))::float8, 0) \
+         FROM outbox",
+    )
+    .fetch_one(store.pool())
+    .await?;
+    Ok((depth.max(0) as u64, Duration::from_secs_f64(lag.max(0.0))))
 }
 
 /// One relay pass over rows older than `grace` (younger ones are the fast path's).

@@ -135,6 +135,10 @@ pub struct RenderRequested {
     /// The session's short-memory summary, when the history has grown past its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_summary: Option<String>,
+    /// High-risk secret categories the message held that were masked before work went to
+    /// the cloud; the persona says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld_from_cloud: Vec<String>,
     /// Before replying, the persona judges whether the work result reaches the user's goal
     /// and may propose the next step (`PersonaProposed`, decided by the router) instead.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -21,7 +21,8 @@
 //! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
 //!   and the interest state (pure code);
 //! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
-//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS;
+//! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS; [`metrics`]: the
+//!   Prometheus metrics every service records, named and described once;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
@@ -43,6 +44,7 @@ pub mod llm;
 pub mod masking;
 pub mod media;
 pub mod memory;
+pub mod metrics;
 pub mod mood_api;
 pub mod net;
 pub mod parking;

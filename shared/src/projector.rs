@@ -317,6 +317,21 @@ impl ProjectionRunner {
         Ok(outcome)
     }
 
+    /// How far behind the head of the store this projection is: events committed after
+    /// its checkpoint, and the age of the oldest of them.
+    pub async fn lag(&self) -> Result<(u64, Duration), ProjectionError> {
+        let from = checkpoint(self.store.pool(), self.projection.name()).await?;
+        let (events, age): (i64, f64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM events WHERE position > $1), \
+             COALESCE((SELECT EXTRACT(EPOCH FROM clock_timestamp() - recorded_at)::float8 \
+             FROM events WHERE position > $1 ORDER BY position LIMIT 1), 0)",
+        )
+        .bind(from.position)
+        .fetch_one(self.store.pool())
+        .await?;
+        Ok((events.max(0) as u64, Duration::from_secs_f64(age.max(0.0))))
+    }
+
     async fn has_newer(&self) -> Result<bool, ProjectionError> {
         let from = checkpoint(self.store.pool(), self.projection.name()).await?;
         Ok(sqlx::query_scalar(
@@ -369,8 +384,25 @@ impl ProjectionRunner {
                 None
             }
         };
+        let mut measured: Option<std::time::Instant> = None;
         loop {
-            let wait = match self.catch_up().await {
+            let pass = self.catch_up().await;
+            if let Ok(c) = &pass {
+                crate::metrics::projection_parked(self.projection.name(), c.parked);
+            }
+            // The lag costs a query: measured at most once a second.
+            if measured.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                measured = Some(std::time::Instant::now());
+                match self.lag().await {
+                    Ok((events, age)) => {
+                        crate::metrics::projection_lag(self.projection.name(), events, age)
+                    }
+                    Err(e) => {
+                        debug!(projection = self.projection.name(), error = %e, "lag not measured")
+                    }
+                }
+            }
+            let wait = match pass {
                 Ok(c) if c.pending => Duration::from_millis(5),
                 Ok(_) => self.poll_interval,
                 Err(e) => {

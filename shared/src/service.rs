@@ -174,7 +174,7 @@ impl ServiceContext {
             .llm
             .get(role)
             .ok_or_else(|| ServiceError::Config(format!("llm.{role} is not configured")))?;
-        Ok(LlmClient::new(cfg.clone(), None)?)
+        Ok(LlmClient::new(cfg.clone(), None)?.with_role(role))
     }
 
     /// Starts this process's outbox relay (one per process is plenty; many are safe).

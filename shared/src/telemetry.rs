@@ -86,12 +86,17 @@ fn install(provider: SdkTracerProvider, json_logs: bool) -> Result<TelemetryGuar
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let otel = tracing_opentelemetry::layer().with_tracer(tracer);
     let registry = tracing_subscriber::registry().with(filter).with(otel);
+    // Every log line passes through the masking rules (a secret in an error message or a
+    // field never reaches a log file).
+    let writer = crate::masking::MaskingMakeWriter::new(std::io::stdout);
     let result = if json_logs {
         registry
-            .with(tracing_subscriber::fmt::layer().json())
+            .with(tracing_subscriber::fmt::layer().json().with_writer(writer))
             .try_init()
     } else {
-        registry.with(tracing_subscriber::fmt::layer()).try_init()
+        registry
+            .with(tracing_subscriber::fmt::layer().with_writer(writer))
+            .try_init()
     };
     result.map_err(|_| TelemetryError::AlreadyInstalled)?;
     Ok(TelemetryGuard { provider })

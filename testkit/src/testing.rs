@@ -73,6 +73,11 @@ impl TestEnv {
             ("GHOST_OUTBOX__GRACE_MS".into(), "300".into()),
             ("GHOST_PROJECTIONS__POLL_INTERVAL_MS".into(), "50".into()),
             ("GHOST_GATEWAY__LISTEN".into(), "127.0.0.1:0".into()),
+            // Child processes of one test run side by side: each takes a free port.
+            (
+                "GHOST_TELEMETRY__METRICS_LISTEN".into(),
+                "127.0.0.1:0".into(),
+            ),
             ("GHOST_LLM__PERSONA__PROVIDER".into(), "ollama".into()),
             ("GHOST_LLM__PERSONA__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__PERSONA__TIMEOUT_SECS".into(), "5".into()),

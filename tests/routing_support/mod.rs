@@ -87,6 +87,8 @@ pub struct Scripts {
     pub kuro: HashMap<String, String>,
     /// Worker output for a task (default: [`CONTRACT_OK`]).
     pub worker: Option<WorkerScript>,
+    /// The short-memory summary the worker writes (default: a fixed sentence).
+    pub summary: Option<String>,
     /// The persona's proposal by the user's message (default: [`GOAL_REACHED`]).
     pub proposal: HashMap<String, String>,
 }
@@ -154,7 +156,10 @@ impl RoutingApp {
                     Some(f) => f(&r.last_user_text().unwrap_or_default()),
                     None => CONTRACT_OK.to_owned(),
                 },
-                Kind::Summary => "short summary of the talk".to_owned(),
+                Kind::Summary => scripts
+                    .summary
+                    .clone()
+                    .unwrap_or_else(|| "short summary of the talk".to_owned()),
                 Kind::Reflect => super::support::NEUTRAL_AFFECT.to_owned(),
                 Kind::Proposal => scripts
                     .proposal

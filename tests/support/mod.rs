@@ -7,6 +7,7 @@ pub mod cli;
 pub mod logs;
 pub mod platforms;
 pub mod stage;
+pub mod webdriver;
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -194,7 +195,12 @@ impl TestApp {
         cmd.spawn().expect("spawn ghost")
     }
 
-    fn child_command(&self, service: &str, extra_env: &[(&str, &str)]) -> tokio::process::Command {
+    /// The `ghost run <service>` command of this environment (not yet spawned).
+    pub fn child_command(
+        &self,
+        service: &str,
+        extra_env: &[(&str, &str)],
+    ) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"));
         cmd.arg("run").arg(service);
         cmd.env_clear();

@@ -42,7 +42,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     if key.is_none() {
         warn!("GHOST_CLOUD_API_KEY is not set: the cloud coder is called without a key");
     }
-    let llm = LlmClient::new(cfg, key)?;
+    let llm = LlmClient::new(cfg, key)?.with_role("coder");
     let path = ctx.config.resolve(Path::new("prompts/coder.md"));
     let system = std::fs::read_to_string(&path)
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;

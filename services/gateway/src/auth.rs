@@ -1,6 +1,7 @@
-//! Bearer-token authentication for `/api/*`.
+//! Bearer-token authentication for `/api/*`: `Authorization: Bearer <token>`, or, for a
+//! WebSocket upgrade only (browsers cannot set headers on one), `?token=<token>`.
 
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -22,17 +23,19 @@ pub async fn require_bearer(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let query_token = websocket_query_token(&request);
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .map(str::trim)
+        .or(query_token.as_deref());
     let Some(presented) = presented else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "missing bearer token (Authorization: Bearer <token>)",
+            "missing bearer token (Authorization: Bearer <token>; ?token=<token> on a WebSocket)",
         ));
     };
     if !constant_time_eq(presented.as_bytes(), state.api_token.expose().as_bytes()) {
@@ -43,6 +46,22 @@ pub async fn require_bearer(
         ));
     }
     Ok(next.run(request).await)
+}
+
+/// The `token` query parameter of a WebSocket upgrade request (never of other requests,
+/// so tokens stay out of ordinary URLs).
+fn websocket_query_token(request: &Request) -> Option<String> {
+    let upgrade = request
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return None;
+    }
+    let Query(params) =
+        Query::<std::collections::HashMap<String, String>>::try_from_uri(request.uri()).ok()?;
+    params.get("token").cloned()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `POST /api/chat`: one user message in, the persona's reply out as server-sent events
-//! (`token`, then `done` or `error`).
+//! (`token`, then `done` or `error`; `reset` when the reply is being written again, after
+//! which the tokens start over). `done` is sent once the conversation lists the reply.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -20,10 +21,11 @@ use uuid::Uuid;
 
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::{
-    session_stream, EventMetadata, EventPayload, NewEvent, RecordedEvent,
+    session_stream, storable_text, EventMetadata, EventPayload, NewEvent, RecordedEvent,
 };
 use ghost_shared::events::{ends_turn, Channel, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
+use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::store::{ExpectedVersion, StoreError};
 use ghost_shared::telemetry;
 use ghost_shared::turn_stream::TurnStreamMessage;
@@ -102,20 +104,36 @@ fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError> {
     })
 }
 
+/// Whether the request says its body is JSON (`application/json`, parameters such as
+/// `charset` allowed, any case).
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
 /// Handles `POST /api/chat`.
 pub async fn chat(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let limit = state.ctx.config.ghost.gateway.max_body_bytes;
-    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("request body exceeds {limit} bytes"),
-        )
-    })?;
+    if !is_json(&headers) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the body must be JSON: send Content-Type: application/json",
+        ));
+    }
+    let g = &state.ctx.config.ghost.gateway;
+    let body = crate::server::read_body_within(
+        body,
+        g.max_body_bytes,
+        Duration::from_secs(g.body_read_timeout_secs),
+    )
+    .await?;
     let input = parse(&body, state.ctx.config.ghost.gateway.max_message_chars)?;
     let span = info_span!(
         "chat_turn",
@@ -159,7 +177,7 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
         None => None,
     };
     let user_event = match existing {
-        Some(e) => e,
+        Some(e) => same_request(e, &input)?,
         None => append_message(&state, &stream, turn, input).await?,
     };
     let (tx, rx) = mpsc::channel::<Event>(64);
@@ -168,6 +186,23 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
     let sse =
         Sse::new(ReceiverStream::new(rx).map(Ok::<_, Infallible>)).keep_alive(KeepAlive::default());
     Ok(sse.into_response())
+}
+
+/// A reused `request_id` joins the first turn only when it carries the same message;
+/// with another text it is a client error, never the first turn's reply.
+fn same_request(existing: RecordedEvent, input: &ChatInput) -> Result<RecordedEvent, ApiError> {
+    let first = existing
+        .decode::<UserMessageReceived>()
+        .map_err(|e| ApiError::internal("cannot read the stored message", e))?;
+    // The stored text has U+0000 replaced (see `envelope::make_storable`).
+    if first.session_id == input.session_id && first.text == storable_text(&input.text) {
+        return Ok(existing);
+    }
+    Err(ApiError::new(
+        StatusCode::CONFLICT,
+        "idempotency_conflict",
+        "request_id was already used for a different message; use a new request_id",
+    ))
 }
 
 fn busy(session_id: &str) -> ApiError {
@@ -233,11 +268,16 @@ async fn append_message(
     )
     .map_err(|e| ApiError::internal("cannot encode the message", e))?;
     match state.ctx.log.append(stream, expected, &[event]).await {
-        Ok(outcome) => outcome
-            .events
-            .into_iter()
-            .next()
-            .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome")),
+        Ok(outcome) => {
+            if !outcome.duplicate {
+                ghost_shared::metrics::turn_started(Channel::Http.as_str());
+            }
+            outcome
+                .events
+                .into_iter()
+                .next()
+                .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome"))
+        }
         // Someone else appended first: their turn is running.
         Err(ghost_shared::event_log::EventLogError::Store(StoreError::Conflict { .. })) => {
             Err(busy(&input.session_id))
@@ -259,6 +299,28 @@ async fn stored_outcome(state: &AppState, user_event: &RecordedEvent) -> Option<
             .then(|| TurnStreamMessage::of_outcome(e))
             .flatten()
     })
+}
+
+/// Waits (until `deadline`) for the reply to reach the `assistant_text` projection.
+async fn wait_until_listed(state: &AppState, event_id: Uuid, deadline: tokio::time::Instant) {
+    let pool = state.ctx.store().pool();
+    let mut poll = tokio::time::interval(Duration::from_millis(20));
+    while tokio::time::Instant::now() < deadline {
+        poll.tick().await;
+        match AssistantTextProjection::contains(pool, event_id).await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                warn!(error = %e, "cannot check the conversation for the reply");
+                return;
+            }
+        }
+    }
+}
+
+/// Tells the client to drop the tokens it has: the reply is being written again.
+fn reset_event() -> Event {
+    Event::default().event("reset").data("{}")
 }
 
 fn sse_event(message: &TurnStreamMessage) -> Event {
@@ -291,6 +353,7 @@ async fn follow_turn(
     let mut check = tokio::time::interval(Duration::from_millis(1000));
     check.tick().await;
     let mut attempt: Option<Uuid> = None;
+    let mut retired: Vec<Uuid> = Vec::new();
     let mut next_seq = 0u64;
     let outcome = loop {
         tokio::select! {
@@ -302,8 +365,29 @@ async fn follow_turn(
                 };
                 match &parsed {
                     TurnStreamMessage::Token { attempt: a, seq, .. } => {
-                        // Show one rendering attempt only, in order; `done` carries the whole reply.
-                        if *attempt.get_or_insert(*a) != *a || *seq != next_seq {
+                        // One rendering attempt at a time, in order. A new attempt (the
+                        // persona died and the turn is redone) replaces the old one: the
+                        // client gets `reset` and the new attempt's tokens from the start,
+                        // so the tokens after the last reset add up to `done`.
+                        if retired.contains(a) {
+                            continue;
+                        }
+                        match attempt {
+                            Some(current) if current != *a => {
+                                if *seq != 0 {
+                                    continue; // joined mid-attempt: wait for `done`
+                                }
+                                retired.push(current);
+                                attempt = Some(*a);
+                                next_seq = 0;
+                                if tx.send(reset_event()).await.is_err() {
+                                    return;
+                                }
+                            }
+                            None => attempt = Some(*a),
+                            Some(_) => {}
+                        }
+                        if *seq != next_seq {
                             continue;
                         }
                         next_seq += 1;
@@ -322,6 +406,11 @@ async fn follow_turn(
             _ = tokio::time::sleep_until(deadline) => break None,
         }
     };
+    if let Some(TurnStreamMessage::Done { event_id, .. }) = &outcome {
+        // Read your own writes: `done` is sent once the reply is in the conversation
+        // `GET /api/sessions/{id}/messages` shows.
+        wait_until_listed(&state, *event_id, deadline).await;
+    }
     let outcome = outcome.unwrap_or(TurnStreamMessage::Error {
         code: "timeout".into(),
         message: "no reply within the turn timeout; it may still arrive (GET /api/sessions/<id>/messages)".into(),

@@ -1,43 +1,183 @@
-//! `GET /healthz`: can we reach Postgres, NATS and the persona's model?
+//! `GET /healthz`: every part Ghost needs, each `ok`, `degraded` or `down` — Postgres, NATS,
+//! every configured model role (`llm.<role>`, the cloud coder included) and the lag of every
+//! durable consumer on the event stream.
+//!
+//! The whole is `down` (503) when Postgres, NATS or the persona's model is down (no reply can
+//! be written), `degraded` (503) when any other part is not ok (e.g. the coder's cloud model:
+//! CODE work fails, chat still works), `ok` (200) otherwise.
+
+use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
+use futures::StreamExt;
 use serde_json::{json, Value};
+
+use ghost_shared::llm::LlmClient;
 
 use crate::AppState;
 
-fn check<E: std::fmt::Display>(r: Result<(), E>) -> (bool, Value) {
-    match r {
-        Ok(()) => (true, json!({ "ok": true })),
-        Err(e) => (false, json!({ "ok": false, "error": e.to_string() })),
+/// A consumer this many events behind (pending delivery or unacknowledged) is `degraded`.
+pub const LAG_DEGRADED: u64 = 100;
+
+/// The state of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PartStatus {
+    /// Works.
+    Ok,
+    /// Works, but behind or without an optional part.
+    Degraded,
+    /// Does not answer.
+    Down,
+}
+
+impl PartStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            PartStatus::Ok => "ok",
+            PartStatus::Degraded => "degraded",
+            PartStatus::Down => "down",
+        }
     }
 }
 
-/// 200 when everything answers, 503 (with what failed) otherwise.
+fn part<E: std::fmt::Display>(r: Result<(), E>) -> (PartStatus, Value) {
+    match r {
+        Ok(()) => (PartStatus::Ok, json!({ "status": "ok" })),
+        Err(e) => (
+            PartStatus::Down,
+            json!({ "status": "down", "error": ghost_shared::masking::mask_secrets(&e.to_string()) }),
+        ),
+    }
+}
+
+/// The model clients `/healthz` probes: one per configured role (the coder with the cloud
+/// key), built once at start.
+pub fn model_clients(config: &ghost_shared::config::Config) -> Vec<(String, LlmClient)> {
+    let mut roles: Vec<_> = config.ghost.llm.iter().collect();
+    roles.sort_by_key(|(role, _)| role.as_str());
+    roles
+        .into_iter()
+        .filter_map(|(role, cfg)| {
+            let key = (role == "coder")
+                .then(|| {
+                    config
+                        .secrets
+                        .cloud_api_key
+                        .as_ref()
+                        .map(|k| k.expose().to_owned())
+                })
+                .flatten();
+            match LlmClient::new(cfg.clone(), key) {
+                Ok(client) => Some((role.clone(), client)),
+                Err(e) => {
+                    tracing::warn!(%role, error = %e, "no health probe for this model");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// Every durable consumer on the event stream with its lag.
+async fn consumers(state: &AppState) -> (PartStatus, Value) {
+    let bus = state.ctx.bus();
+    let stream = match bus.jetstream().get_stream(&bus.config().stream_name).await {
+        Ok(s) => s,
+        Err(e) => {
+            return (
+                PartStatus::Down,
+                json!({ "status": "down", "error": e.to_string() }),
+            )
+        }
+    };
+    let mut all = BTreeMap::new();
+    let mut worst = PartStatus::Ok;
+    let mut infos = stream.consumers();
+    while let Some(info) = infos.next().await {
+        let info = match info {
+            Ok(i) => i,
+            Err(e) => {
+                return (
+                    PartStatus::Down,
+                    json!({ "status": "down", "error": e.to_string() }),
+                )
+            }
+        };
+        let lag = info.num_pending + info.num_ack_pending as u64;
+        let status = if lag >= LAG_DEGRADED {
+            PartStatus::Degraded
+        } else {
+            PartStatus::Ok
+        };
+        worst = worst.max(status);
+        all.insert(
+            info.name.clone(),
+            json!({
+                "status": status.as_str(),
+                "pending": info.num_pending,
+                "ack_pending": info.num_ack_pending,
+            }),
+        );
+    }
+    (
+        worst,
+        json!({ "status": worst.as_str(), "lag_degraded_at": LAG_DEGRADED, "consumers": all }),
+    )
+}
+
+/// 200 when every part is ok, 503 with each part's state otherwise.
 pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    let (pg, nats, llm) = tokio::join!(
+    let probes = state.health_models.iter().map(|(role, client)| async move {
+        let (status, mut v) = part(client.probe().await);
+        if let Value::Object(m) = &mut v {
+            m.insert("base_url".into(), json!(client.config().base_url));
+            m.insert("model".into(), json!(client.config().model));
+        }
+        (role.clone(), status, v)
+    });
+    let (pg, nats, models, lag) = tokio::join!(
         state.ctx.store().ping(),
         state.ctx.bus().ping(),
-        state.llm.probe()
+        futures::future::join_all(probes),
+        consumers(&state),
     );
-    let (pg_ok, pg) = check(pg);
-    let (nats_ok, nats) = check(nats);
-    let (llm_ok, mut llm) = check(llm);
-    if let Value::Object(m) = &mut llm {
-        m.insert("base_url".into(), json!(state.llm.config().base_url));
-        m.insert("model".into(), json!(state.llm.config().model));
+    let (pg_status, pg) = part(pg);
+    let (nats_status, nats) = part(nats);
+    let (lag_status, lag) = lag;
+    let mut essential = pg_status.max(nats_status);
+    let mut optional = lag_status;
+    let mut model_parts = BTreeMap::new();
+    for (role, status, v) in models {
+        if role == "persona" {
+            essential = essential.max(status);
+        } else {
+            optional = optional.max(status);
+        }
+        model_parts.insert(role, v);
     }
-    let ok = pg_ok && nats_ok && llm_ok;
-    let status = if ok {
+    let overall = if essential == PartStatus::Down {
+        PartStatus::Down
+    } else if essential.max(optional) != PartStatus::Ok {
+        PartStatus::Degraded
+    } else {
+        PartStatus::Ok
+    };
+    let code = if overall == PartStatus::Ok {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
     let body = json!({
-        "status": if ok { "ok" } else { "degraded" },
-        "checks": { "postgres": pg, "nats": nats, "llm": llm },
+        "status": overall.as_str(),
+        "checks": {
+            "postgres": pg,
+            "nats": nats,
+            "models": model_parts,
+            "consumers": lag,
+        },
     });
-    (status, Json(body))
+    (code, Json(body))
 }

@@ -3,13 +3,16 @@
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
 //! - [`sessions`]: `GET /api/sessions/{id}/messages`;
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
-//! - [`health`]: `GET /healthz`;
+//! - [`health`]: `GET /healthz` (every part ok, degraded or down); [`metrics`]: `GET /metrics`
+//!   (Prometheus) and the webhook outcome counter;
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
 //!   persona's autonomy messages and the activity stream, for consoles);
 //! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
+//! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
+//! - [`server`]: the HTTP server loop (connection cap, header, body and idle timeouts, 408);
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
 //! - [`deliver`]: the consumer that sends LINE and Slack replies, each at most once;
@@ -21,22 +24,26 @@
 pub mod auth;
 pub mod autonomy;
 pub mod chat;
+pub mod console;
 pub mod deliver;
 pub mod error;
 pub mod health;
 pub mod line;
 pub mod media;
 pub mod memory;
+pub mod metrics;
 pub mod partner_mood;
 pub mod recalls;
+pub mod server;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
 pub mod webhooks;
 
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
+use std::time::Duration;
+
 use tokio::net::TcpListener;
 
 use ghost_shared::config::Secret;
@@ -55,6 +62,10 @@ pub struct AppState {
     pub api_token: Secret,
     /// The persona's model, probed by `/healthz`.
     pub llm: LlmClient,
+    /// Our Slack bot's user id (configured or learned from `auth.test`).
+    pub slack_bot: slack::BotIdentity,
+    /// Every configured model role's client, probed by `/healthz`.
+    pub health_models: std::sync::Arc<Vec<(String, LlmClient)>>,
 }
 
 /// The HTTP routes.
@@ -76,10 +87,15 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_bearer,
         ));
+    let webhooks = Router::new()
+        .route("/line", post(webhooks::line::webhook))
+        .route("/slack", post(webhooks::slack::events))
+        .route_layer(axum::middleware::from_fn(metrics::count_webhooks));
     Router::new()
         .route("/healthz", get(health::healthz))
-        .route("/webhooks/line", post(webhooks::line::webhook))
-        .route("/webhooks/slack", post(webhooks::slack::events))
+        .route("/metrics", get(metrics::metrics))
+        .merge(console::routes())
+        .nest("/webhooks", webhooks)
         // Checks its own token: the header, or `?token=` (browser WebSockets).
         .route("/api/events", get(autonomy::events))
         .nest("/api", api)
@@ -94,18 +110,48 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let llm = ctx.llm("persona")?;
     let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
     let mut handle = ServiceHandle::new(SERVICE);
+    metrics::register();
     handle.addr = Some(listener.local_addr()?);
     deliver::spawn(ctx.clone(), &mut handle)
         .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;
     media::spawn(ctx.clone(), &mut handle)?;
+    let ctx_limits = ctx.config.ghost.gateway.clone();
+    let slack_bot = slack_identity(&ctx).await;
+    let health_models = std::sync::Arc::new(health::model_clients(&ctx.config));
     let app = router(AppState {
         ctx,
         api_token,
         llm,
+        slack_bot,
+        health_models,
     });
-    let listener = listener.tap_io(ghost_shared::net::set_nodelay);
-    handle.spawn(async move { axum::serve(listener, app).await });
+    let g = &ctx_limits;
+    let limits = server::ServerLimits {
+        max_connections: g.max_connections,
+        header_read_timeout: Duration::from_secs(g.header_read_timeout_secs),
+        idle_timeout: Duration::from_secs(g.idle_timeout_secs),
+    };
+    handle.spawn(server::serve(listener, app, limits));
     Ok(handle)
+}
+
+/// Our Slack bot's user id: configured, else asked of `auth.test` when Slack is set up.
+async fn slack_identity(ctx: &ServiceContext) -> slack::BotIdentity {
+    let settings = &ctx.config.ghost.slack;
+    if let Some(id) = settings.bot_user_id.as_deref().filter(|id| !id.is_empty()) {
+        return slack::BotIdentity::known(id);
+    }
+    let identity = slack::BotIdentity::default();
+    if let Some(token) = &ctx.config.secrets.slack_bot_token {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(settings.request_timeout_secs))
+            .build()
+            .unwrap_or_default();
+        identity
+            .learn_or_retry(http, settings.api_base.clone(), token.expose().to_owned())
+            .await;
+    }
+    identity
 }
 
 /// Runs the gateway until it fails.

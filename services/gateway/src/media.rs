@@ -189,11 +189,15 @@ impl ImageFetcher {
         };
         let e = NewEvent::caused_by(event, STEP, &message, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        self.ctx
+        let outcome = self
+            .ctx
             .log
             .append(&event.stream, ExpectedVersion::Any, &[e])
             .await
             .map_err(HandlerError::transient)?;
+        if !outcome.duplicate {
+            ghost_shared::metrics::turn_started(Channel::Line.as_str());
+        }
         Ok(())
     }
 }

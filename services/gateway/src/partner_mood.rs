@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -70,8 +70,11 @@ pub async fn get(
 pub async fn put(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<MoodAnswer>, ApiError> {
+    let g = &state.ctx.config.ghost.gateway;
+    let timeout = std::time::Duration::from_secs(g.body_read_timeout_secs);
+    let body = crate::server::read_body_within(body, g.max_body_bytes, timeout).await?;
     let mood: MoodState = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(
             "invalid_mood",

@@ -15,6 +15,14 @@ pub async fn messages(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    // Only ids a session can have (chat, LINE and Slack keys); a NUL or other odd
+    // character is a clear 400, never a database error.
+    if !crate::webhooks::valid_session_key(&session_id) {
+        return Err(ApiError::bad_request(
+            "invalid_session_id",
+            "session id must be 1-200 characters of A-Z a-z 0-9 - _ . : @",
+        ));
+    }
     let turns = AssistantTextProjection::recent(state.ctx.store().pool(), &session_id, 200)
         .await
         .map_err(|e| ApiError::internal("cannot read the conversation", e))?;

@@ -41,6 +41,8 @@ use crate::AppState;
 
 /// How often a watcher checks the store when no signal arrives.
 const CHECK_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a watcher is pinged (well under the smallest allowed idle timeout).
+const PING_INTERVAL: Duration = Duration::from_secs(15);
 
 /// `?stage_id=`.
 #[derive(Debug, Deserialize)]
@@ -160,9 +162,17 @@ async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
         }
     };
     let mut check = tokio::time::interval(CHECK_INTERVAL);
+    // A quiet stage still moves a byte now and then, so the server's idle timeout
+    // (`gateway.idle_timeout_secs`) only closes watchers that are really gone.
+    let mut ping = tokio::time::interval(PING_INTERVAL);
     loop {
         let mut out: Vec<Value> = Vec::new();
         tokio::select! {
+            _ = ping.tick() => {
+                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    return;
+                }
+            }
             frame = incoming.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
                     if let Err(e) = take_frame(&state, &stage_id, text.as_bytes()).await {

@@ -37,6 +37,8 @@ pub const SERVICE: &str = "persona";
 /// Starts the renderer, the `assistant_text` projection and the stage loop.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
+    ghost_shared::metrics::register_turns();
+    ghost_shared::metrics::register_stage();
     let renderer = Arc::new(Renderer::new(ctx.clone())?);
     let p = &ctx.config.ghost.projections;
     let runner = ProjectionRunner::new(

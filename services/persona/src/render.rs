@@ -96,7 +96,7 @@ impl Renderer {
             ))
         })?;
         let llm = match &character.llm {
-            Some(cfg) => LlmClient::new(cfg.clone(), None)?,
+            Some(cfg) => LlmClient::new(cfg.clone(), None)?.with_role("persona"),
             None => ctx.llm("persona")?,
         };
         let recaller = if ctx.config.ghost.memory.recall_enabled {
@@ -130,6 +130,16 @@ impl Renderer {
             }
             Err(e) => warn!(error = %e, "token stream message does not encode"),
         }
+    }
+
+    /// The turn's metrics: ended with a reply or `failure_code`, timed from the user's
+    /// message as stored.
+    async fn record_turn_end(&self, request: &RenderRequested, failure_code: Option<&str>) {
+        let took = match self.ctx.store().get_any(&[request.user_event_id]).await {
+            Ok(Some(user)) => (chrono::Utc::now() - user.recorded_at).to_std().ok(),
+            _ => None,
+        };
+        ghost_shared::metrics::turn_ended(request.channel.as_str(), failure_code, took);
     }
 
     /// The conversation before this turn, oldest first, ending with the user's message.
@@ -411,6 +421,7 @@ impl EventHandler for Renderer {
                     Ok(g)
                 }
             });
+        let failure_code = generated.as_ref().err().map(|e| e.code());
         let (new_event, message) = match generated {
             Ok(generated) => {
                 let text = format!("{}{}", prefix.unwrap_or_default(), generated.reply);
@@ -468,6 +479,10 @@ impl EventHandler for Renderer {
             }
             _ => message,
         };
+        if !stored.duplicate {
+            // Counted before the client hears of it, so a scrape after the reply sees it.
+            self.record_turn_end(&request, failure_code).await;
+        }
         self.publish(&turn, &message).await;
         Ok(())
     }

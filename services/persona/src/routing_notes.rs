@@ -6,15 +6,26 @@ use ghost_shared::events::RenderRequested;
 use ghost_shared::llm::ChatMessage;
 use ghost_shared::routing::Notice;
 
-/// The declaration line (with its line break) to put before the reply, streamed and stored,
-/// when this message's primary route differs from the previous one. Never internals.
+/// The lines (each with its line break) to put before the reply, streamed and stored: the
+/// declaration when this message's primary route differs from the previous one, and the
+/// notice that the message's secrets were withheld from the cloud. Never internals.
 pub fn declaration_prefix(request: &RenderRequested) -> Option<String> {
-    request
+    let declaration = request
         .declaration
         .as_deref()
         .map(str::trim)
         .filter(|line| !line.is_empty())
-        .map(|line| format!("{line}\n"))
+        .map(|line| format!("{line}\n"));
+    let withheld = ghost_shared::masking::withheld_notice(&request.withheld_from_cloud)
+        .map(|line| format!("{line}\n"));
+    match (declaration, withheld) {
+        (None, None) => None,
+        (d, w) => Some(format!(
+            "{}{}",
+            d.unwrap_or_default(),
+            w.unwrap_or_default()
+        )),
+    }
 }
 
 /// The session's short-memory summary as a system message (prompts use it plus the last
@@ -107,6 +118,7 @@ mod tests {
             declaration: None,
             notice: None,
             memory_summary: None,
+            withheld_from_cloud: Vec::new(),
             may_propose: false,
         }
     }
@@ -122,6 +134,19 @@ mod tests {
             declaration_prefix(&r).as_deref(),
             Some("段取りを組むね。\n")
         );
+    }
+
+    #[test]
+    fn withheld_secrets_are_announced_before_the_reply() {
+        let r = RenderRequested {
+            declaration: Some("コーディングするね。".into()),
+            withheld_from_cloud: vec!["api_key".into(), "payment_card".into()],
+            ..request()
+        };
+        let prefix = declaration_prefix(&r).unwrap_or_default();
+        assert!(prefix.starts_with("コーディングするね。\n"), "{prefix}");
+        assert!(prefix.contains("api_key, payment_card"), "{prefix}");
+        assert!(prefix.ends_with('\n'), "{prefix}");
     }
 
     #[test]

@@ -135,7 +135,7 @@ fn persona_llm(ctx: &ServiceContext) -> Result<LlmClient, ServiceError> {
         .characters
         .get(&ctx.config.ghost.persona.character);
     match character.and_then(|c| c.llm.clone()) {
-        Some(cfg) => Ok(LlmClient::new(cfg, None)?),
+        Some(cfg) => Ok(LlmClient::new(cfg, None)?.with_role("persona")),
         None => ctx.llm("persona"),
     }
 }

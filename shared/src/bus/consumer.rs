@@ -105,6 +105,7 @@ pub async fn run_consumer(
         .await
         .map_err(|e| BusError::JetStream(e.to_string()))?;
     let concurrency = bus.config().concurrency.max(1);
+    crate::metrics::register_consumer(&spec.durable);
     // A message whose handler never finishes (it crashes the process, or hangs past every
     // ack wait) runs out of deliveries without a handler ever seeing its last one: the
     // server then announces it on the max-deliveries advisory, and one instance (queue
@@ -163,6 +164,8 @@ async fn process(
 ) {
     let _in_flight = crate::shutdown::InFlight::start();
     let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+    crate::metrics::consumer_delivery(&spec.durable, delivered);
+    let started = std::time::Instant::now();
     let event: RecordedEvent = match serde_json::from_slice(&message.payload) {
         Ok(event) => event,
         Err(e) => {
@@ -221,6 +224,12 @@ async fn process(
         }
     };
     let _guard = span.enter();
+    let outcome = match &result {
+        Ok(()) => "ok",
+        Err(HandlerError::Transient(_)) if delivered < bus.config().max_deliver => "retry",
+        Err(_) => "dead_letter",
+    };
+    crate::metrics::consumer_handled(&spec.durable, outcome, started.elapsed());
     match result {
         Ok(()) => {
             if let Err(e) = message.ack().await {
@@ -281,6 +290,7 @@ async fn dead_letter(
             .await;
         return;
     }
+    crate::metrics::consumer_dead_letter(&spec.durable);
     if !published {
         // The final delivery: a NAK would only drop it silently. Close what it opened and
         // say so; the original stays in the event stream (and the store) for an operator.

@@ -1,4 +1,5 @@
-//! Configuration: `config/ghost.yaml` and `config/characters.yaml`, every value
+//! Configuration: `config/ghost.yaml` and `config/characters.yaml` (and the masking rules,
+//! `config/masking.yaml`, installed process-wide), every value
 //! overridable by `GHOST_<SECTION>__<KEY>` environment variables, secrets from the
 //! environment only.
 //!
@@ -98,7 +99,9 @@ impl Config {
         let vars: Vec<(String, String)> = vars.into_iter().collect();
         let ghost_text = read(&dir.join("ghost.yaml"))?;
         let characters_text = read(&dir.join("characters.yaml"))?;
-        Self::from_strings(&ghost_text, &characters_text, &vars, base_dir_of(dir))
+        let config = Self::from_strings(&ghost_text, &characters_text, &vars, base_dir_of(dir))?;
+        install_masking_rules(dir)?;
+        Ok(config)
     }
 
     /// Parses both files' contents with overrides and secrets from `vars`.
@@ -151,6 +154,25 @@ impl Config {
         }
     }
 }
+
+/// Loads `masking.yaml` from the config directory and makes it the process's masking rules
+/// (a directory without one keeps the built-in copy); a bad rule is a start-up error.
+fn install_masking_rules(dir: &Path) -> Result<(), ConfigError> {
+    let path = dir.join(MASKING_FILE);
+    if !path.exists() {
+        tracing::info!(path = %path.display(), "no masking rules file: the built-in rules apply");
+        return Ok(());
+    }
+    let masker = crate::masking::Masker::from_file(&path).map_err(|e| ConfigError::Schema {
+        file: MASKING_FILE.into(),
+        message: e.to_string(),
+    })?;
+    crate::masking::install(std::sync::Arc::new(masker));
+    Ok(())
+}
+
+/// The masking rules' file name in the config directory.
+pub const MASKING_FILE: &str = "masking.yaml";
 
 fn base_dir_of(dir: &Path) -> PathBuf {
     match dir.parent() {

@@ -148,6 +148,17 @@ pub struct GatewaySettings {
     /// Largest WebSocket message (all frames of one message) accepted, in bytes; a bigger
     /// one closes the connection with 1009 (message too big).
     pub max_ws_message_bytes: usize,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// A request's headers must arrive within this (408 when part came, else the
+    /// connection closes); also how long a kept-alive connection may wait for its next
+    /// request.
+    pub header_read_timeout_secs: u64,
+    /// A request body must arrive within this (408).
+    pub body_read_timeout_secs: u64,
+    /// A connection that moves no byte for this long is closed (at least 20 s: the reply
+    /// stream and the stage socket send keep-alives every 15 s).
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for GatewaySettings {
@@ -159,6 +170,10 @@ impl Default for GatewaySettings {
             turn_timeout_secs: 180,
             max_ws_frame_bytes: 64 * 1024,
             max_ws_message_bytes: 64 * 1024,
+            max_connections: 1024,
+            header_read_timeout_secs: 10,
+            body_read_timeout_secs: 30,
+            idle_timeout_secs: 120,
         }
     }
 }
@@ -202,6 +217,9 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
     /// Logs as JSON lines instead of text.
     pub json_logs: bool,
+    /// Where `ghost run <service>` serves Prometheus metrics (`GET /metrics`) when the
+    /// process runs no gateway (the gateway serves `/metrics` itself); none = no listener.
+    pub metrics_listen: Option<String>,
 }
 
 /// `characters.yaml`.
@@ -349,6 +367,24 @@ impl GhostSettings {
             self.gateway.max_message_chars as u64,
         )?;
         positive("gateway.turn_timeout_secs", self.gateway.turn_timeout_secs)?;
+        positive(
+            "gateway.max_connections",
+            self.gateway.max_connections as u64,
+        )?;
+        positive(
+            "gateway.header_read_timeout_secs",
+            self.gateway.header_read_timeout_secs,
+        )?;
+        positive(
+            "gateway.body_read_timeout_secs",
+            self.gateway.body_read_timeout_secs,
+        )?;
+        if self.gateway.idle_timeout_secs < 20 {
+            return Err(ConfigError::invalid(
+                "gateway.idle_timeout_secs",
+                "must be at least 20 (keep-alives come every 15 s)",
+            ));
+        }
         if self.gateway.max_ws_message_bytes < 1024 {
             return Err(ConfigError::invalid(
                 "gateway.max_ws_message_bytes",
@@ -367,6 +403,14 @@ impl GhostSettings {
         )?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;
+        }
+        if let Some(listen) = &self.telemetry.metrics_listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigError::invalid(
+                    "telemetry.metrics_listen",
+                    format!("{listen:?} is not an address like 0.0.0.0:9464"),
+                ));
+            }
         }
         if self.persona.affect_marker.trim().is_empty() || self.persona.affect_marker.contains('\n')
         {

@@ -33,6 +33,8 @@ const ERROR_BODY_MAX_BYTES: usize = 16 * 1024;
 #[derive(Clone)]
 pub struct LlmClient {
     cfg: LlmRoleConfig,
+    /// The role it serves (the `role` label of its metrics).
+    role: Arc<str>,
     /// Pre-built `Bearer` header; marked sensitive so it never shows up in debug output.
     auth: Option<HeaderValue>,
     http: reqwest::Client,
@@ -112,11 +114,19 @@ impl LlmClient {
             .map_err(|e| LlmError::InvalidRequest(format!("http client: {e}")))?;
         Ok(LlmClient {
             cfg,
+            role: Arc::from("unnamed"),
             auth,
             http,
             chat_url,
             probe_url,
         })
+    }
+
+    /// The same client, its metrics labelled with `role` (`persona`, `worker`, `stage`, ...).
+    pub fn with_role(mut self, role: &str) -> Self {
+        crate::metrics::register_llm_role(role);
+        self.role = Arc::from(role);
+        self
     }
 
     /// The role configuration this client was built from.
@@ -133,9 +143,18 @@ impl LlmClient {
     /// or as the stream's last item) and writes the "after timeout" image audit.
     pub async fn chat_stream(&self, messages: &[ChatMessage]) -> Result<TokenStream, LlmError> {
         let deadline = Instant::now() + self.timeout();
-        let prepared = self.prepare(messages, true).await?;
-        let resp = self.send(&prepared, deadline).await?;
+        let record = CallRecord::start(&self.role);
+        let prepared = match self.prepare(messages, true).await {
+            Ok(p) => p,
+            Err(e) => return Err(record.failed(e)),
+        };
+        let resp = match self.send(&prepared, deadline).await {
+            Ok(resp) => resp,
+            Err(e) => return Err(record.failed(e)),
+        };
         let state = StreamState {
+            record,
+            chunks: 0,
             body: Box::pin(resp.bytes_stream()),
             decoder: Decoder::for_provider(self.cfg.provider),
             pending: VecDeque::new(),
@@ -153,6 +172,21 @@ impl LlmClient {
     /// Non-streaming convenience: sends a `stream: false` request and returns the whole reply.
     /// Bounded by `timeout_secs` like `chat_stream`.
     pub async fn chat(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        let record = CallRecord::start(&self.role);
+        match self.chat_once(messages).await {
+            Ok((text, usage)) => {
+                record.succeeded(usage, 0);
+                Ok(text)
+            }
+            Err(e) => Err(record.failed(e)),
+        }
+    }
+
+    /// One non-streamed call: the reply and the token counts it reported.
+    async fn chat_once(
+        &self,
+        messages: &[ChatMessage],
+    ) -> Result<(String, Option<(u64, u64)>), LlmError> {
         let deadline = Instant::now() + self.timeout();
         let prepared = self.prepare(messages, false).await?;
         let resp = self.send(&prepared, deadline).await?;
@@ -165,10 +199,11 @@ impl LlmClient {
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::MalformedStream(format!("invalid JSON reply ({e}): {}", preview(&bytes)))
         })?;
-        match self.cfg.provider {
+        let text = match self.cfg.provider {
             Provider::Ollama => wire::ollama_reply(&v),
             Provider::Openai => wire::openai_reply(&v),
-        }
+        }?;
+        Ok((text, wire::usage_of(&v)))
     }
 
     /// Reachability probe for `/healthz`: Ollama `GET /api/tags`, OpenAI `GET /v1/models`,
@@ -314,8 +349,62 @@ impl LlmClient {
     }
 }
 
+/// The metrics of one model call: recorded once, as cancelled if dropped unfinished (the
+/// caller stopped reading the stream).
+struct CallRecord {
+    role: Arc<str>,
+    started: Instant,
+    done: bool,
+}
+
+impl CallRecord {
+    fn start(role: &Arc<str>) -> Self {
+        Self {
+            role: Arc::clone(role),
+            started: Instant::now(),
+            done: false,
+        }
+    }
+
+    /// Success, with the token counts the server reported (`chunks` streamed deltas count
+    /// as completion tokens when it reported none).
+    fn succeeded(mut self, usage: Option<(u64, u64)>, chunks: u64) {
+        self.finish(None, usage, chunks);
+    }
+
+    /// Failure: records it and hands the error back.
+    fn failed(mut self, e: LlmError) -> LlmError {
+        self.finish(Some(e.code()), None, 0);
+        e
+    }
+
+    fn finish(&mut self, error: Option<&str>, usage: Option<(u64, u64)>, chunks: u64) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
+        crate::metrics::llm_call(&self.role, error, self.started.elapsed());
+        let (prompt, reported) = usage.unwrap_or((0, 0));
+        // A server that reports no completion count: each streamed chunk is one token.
+        let completion = if reported > 0 { reported } else { chunks };
+        crate::metrics::llm_tokens(&self.role, "prompt", prompt);
+        crate::metrics::llm_tokens(&self.role, "completion", completion);
+    }
+}
+
+impl Drop for CallRecord {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish(Some("cancelled"), None, 0);
+        }
+    }
+}
+
 /// State of a token stream between polls.
 struct StreamState {
+    /// This call's metrics, recorded when the stream ends.
+    record: CallRecord,
+    /// Token deltas yielded so far.
+    chunks: u64,
     body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     decoder: Decoder,
     /// Tokens decoded but not yet yielded (one HTTP chunk may hold many).
@@ -334,12 +423,16 @@ struct StreamState {
 async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, StreamState)> {
     loop {
         if let Some(tok) = st.pending.pop_front() {
+            st.chunks += 1;
             return Some((Ok(tok), st));
         }
         if let Some(err) = st.error.take() {
+            st.record.finish(Some(err.code()), None, 0);
             return Some((Err(err), st));
         }
         if st.finished {
+            let usage = st.decoder.usage();
+            st.record.finish(None, usage, st.chunks);
             return None;
         }
         match timeout_at(st.deadline, st.body.next()).await {

@@ -81,6 +81,7 @@ fn parse_json(text: &str) -> Result<Value, LlmError> {
 pub(crate) struct NdjsonDecoder {
     lines: LineBuffer,
     done: bool,
+    usage: Option<(u64, u64)>,
 }
 
 impl NdjsonDecoder {
@@ -110,6 +111,7 @@ impl NdjsonDecoder {
         }
         if v.get("done").and_then(Value::as_bool) == Some(true) {
             self.done = true;
+            self.usage = super::wire::usage_of(&v);
         }
         Ok(())
     }
@@ -133,6 +135,7 @@ pub(crate) struct SseDecoder {
     /// Data lines of the event being assembled (joined with `\n` on dispatch, per the SSE spec).
     data: Vec<String>,
     done: bool,
+    usage: Option<(u64, u64)>,
 }
 
 impl SseDecoder {
@@ -177,6 +180,9 @@ impl SseDecoder {
         }
         if let Some(e) = provider_error(&v) {
             return Err(e);
+        }
+        if let Some(usage) = super::wire::usage_of(&v) {
+            self.usage = Some(usage);
         }
         // Chunks without choices (e.g. a trailing usage chunk) carry no text.
         if let Some(content) = v
@@ -244,6 +250,14 @@ impl Decoder {
                 d.drain(false, out)?;
                 Ok(d.done)
             }
+        }
+    }
+
+    /// The (prompt, completion) token counts the stream reported, if it did.
+    pub(crate) fn usage(&self) -> Option<(u64, u64)> {
+        match self {
+            Decoder::Ndjson(d) => d.usage,
+            Decoder::Sse(d) => d.usage,
         }
     }
 

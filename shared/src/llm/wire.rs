@@ -156,6 +156,21 @@ pub(crate) fn provider_error(v: &Value) -> Option<LlmError> {
 }
 
 /// Reply text of a non-streaming Ollama response.
+/// Token counts a reply (or a stream's final chunk) reports: Ollama's `prompt_eval_count` /
+/// `eval_count`, OpenAI's `usage.prompt_tokens` / `usage.completion_tokens`.
+pub(crate) fn usage_of(v: &Value) -> Option<(u64, u64)> {
+    let pair = |o: &Value, p: &str, c: &str| {
+        let prompt = o.get(p).and_then(Value::as_u64);
+        let completion = o.get(c).and_then(Value::as_u64);
+        (prompt.is_some() || completion.is_some())
+            .then(|| (prompt.unwrap_or(0), completion.unwrap_or(0)))
+    };
+    pair(v, "prompt_eval_count", "eval_count").or_else(|| {
+        v.get("usage")
+            .and_then(|u| pair(u, "prompt_tokens", "completion_tokens"))
+    })
+}
+
 pub(crate) fn ollama_reply(v: &Value) -> Result<String, LlmError> {
     if let Some(e) = provider_error(v) {
         return Err(e);

@@ -59,6 +59,17 @@ impl AssistantTextProjection {
         rows.iter().map(turn_from_row).collect()
     }
 
+    /// Whether the event (a message or a reply) is projected yet (read-your-writes).
+    pub async fn contains<'e>(
+        executor: impl PgExecutor<'e>,
+        event_id: Uuid,
+    ) -> Result<bool, sqlx::Error> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM assistant_text WHERE event_id = $1)")
+            .bind(event_id)
+            .fetch_one(executor)
+            .await
+    }
+
     /// Stores `event`'s row now, as the projection will (it then finds it there): how an
     /// autonomy message is in `assistant_text` before it is published.
     pub async fn store_now(

@@ -97,6 +97,8 @@ pub(super) struct State {
     pub streamed: HashMap<String, (u64, String)>,
     pub served: HashMap<String, Arc<std::sync::atomic::AtomicU64>>,
     pub next_ts: u64,
+    /// The user id the fake Slack's `auth.test` answers (None: `invalid_auth`).
+    pub bot_user_id: Option<String>,
 }
 
 /// Shared handle on a fake's state.

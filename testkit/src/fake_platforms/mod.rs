@@ -11,4 +11,4 @@ mod slack;
 
 pub use self::core::{Delivery, PlatformCall, Scripted};
 pub use line::FakeLine;
-pub use slack::FakeSlack;
+pub use slack::{FakeSlack, FAKE_BOT_USER_ID};

@@ -1,5 +1,5 @@
-//! Fake Slack Web API: `chat.postMessage`, and shared files under `/files-pri/{id}/{name}`
-//! (Slack's `url_private_download`, served only with a bot token).
+//! Fake Slack Web API: `chat.postMessage`, `auth.test`, and shared files under
+//! `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot token).
 
 use std::sync::Arc;
 
@@ -15,6 +15,10 @@ use super::core::{Delivery, PlatformCall, Scripted, Server, Shared};
 
 /// Path of `chat.postMessage`.
 const POST_MESSAGE: &str = "/api/chat.postMessage";
+/// Path of `auth.test`.
+const AUTH_TEST: &str = "/api/auth.test";
+/// The bot user id `auth.test` answers unless told otherwise.
+pub const FAKE_BOT_USER_ID: &str = "UFAKEBOT";
 
 /// A fake Slack Web API on `127.0.0.1:<port>`.
 #[derive(Debug, Clone)]
@@ -27,8 +31,10 @@ impl FakeSlack {
     /// Starts the server.
     pub async fn start() -> std::io::Result<FakeSlack> {
         let shared = Shared::default();
+        shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
         let app = Router::new()
             .route(POST_MESSAGE, post(post_message))
+            .route(AUTH_TEST, post(auth_test))
             .route("/files-pri/{id}/{name}", get(file))
             .with_state(shared.clone());
         let server = Arc::new(Server::start(app).await?);
@@ -48,6 +54,11 @@ impl FakeSlack {
     /// Every posted message, in order.
     pub fn deliveries(&self) -> Vec<Delivery> {
         self.shared.lock().deliveries.clone()
+    }
+
+    /// The user id `auth.test` answers from now on (None: it answers `invalid_auth`).
+    pub fn set_bot_user_id(&self, user_id: Option<&str>) {
+        self.shared.lock().bot_user_id = user_id.map(str::to_owned);
     }
 
     /// Serves `bytes` as shared file `id`; its download URL is [`Self::file_url`].
@@ -72,6 +83,22 @@ impl FakeSlack {
             .or_default()
             .push_back(s);
     }
+}
+
+async fn auth_test(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let user = s.lock().bot_user_id.clone();
+    let response = match (authorized, user) {
+        (true, Some(user_id)) => {
+            json!({"ok": true, "user_id": user_id, "bot_id": "BFAKE", "team_id": "T1"})
+        }
+        _ => json!({"ok": false, "error": "invalid_auth"}),
+    };
+    s.record(AUTH_TEST, &headers, &body, 200);
+    Json(response).into_response()
 }
 
 async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {

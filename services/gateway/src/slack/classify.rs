@@ -51,7 +51,8 @@ pub struct SlackTurn {
     pub dedup_key: String,
     /// Delivery identity `slack:event:{event_id}`: the same on retries of one event only.
     pub event_key: String,
-    /// Conversation key `slack:{channel}:{thread_ts or ts}`: one session per thread.
+    /// Conversation key: `slack:{channel}` in a DM, `slack:{channel}:{thread_ts or ts}` (one
+    /// session per thread) in a channel.
     pub session_key: String,
     /// The text with our bot's mention removed and Slack's `&lt; &gt; &amp;` decoded.
     pub text: String,
@@ -132,7 +133,8 @@ pub fn event_dedup_key(event_id: &str) -> String {
 ///
 /// `retry_num` is the parsed `X-Slack-Retry-Num`; it does not change the outcome (a retry
 /// yields the same `dedup_key`, which the caller's durable dedup then drops). `bot_user_id` is
-/// our bot's user id (from `auth.test`); without it, own messages are still caught by
+/// our bot's user id (configured or learned from `auth.test`); without it the envelope's
+/// `authorizations[].user_id` is used, and without both own messages are still caught by
 /// `bot_id`, but channel `message` events cannot be recognised as mentions, so only
 /// `app_mention` and direct messages start turns.
 ///
@@ -167,7 +169,10 @@ fn classify_callback(
     retry_num: Option<u32>,
     bot_user_id: Option<&str>,
 ) -> SlackAction {
-    let bot_user_id = bot_user_id.filter(|b| !b.is_empty());
+    // The configured (or `auth.test`-learned) id, else the one the envelope names; a
+    // message from either is our own.
+    let named = cb.bot_user_id();
+    let bot_user_id = bot_user_id.filter(|b| !b.is_empty()).or(named);
     let (msg, is_app_mention) = match &cb.event {
         InnerEvent::Message(m) => (m, false),
         InnerEvent::AppMention(m) => (m, true),
@@ -180,7 +185,8 @@ fn classify_callback(
     if msg.bot_id.is_some() || msg.subtype.as_deref() == Some("bot_message") {
         return ignore(SlackIgnoreReason::FromBot);
     }
-    if bot_user_id.is_some() && msg.user.as_deref() == bot_user_id {
+    let own = |id: Option<&str>| id.is_some() && msg.user.as_deref() == id;
+    if own(bot_user_id) || own(named) {
         return ignore(SlackIgnoreReason::OwnMessage);
     }
     let image = msg.images().into_iter().next();
@@ -221,10 +227,19 @@ fn classify_callback(
         .as_deref()
         .filter(|t| !t.is_empty())
         .unwrap_or(ts);
+    // In a DM the DM is the conversation (commands, route and short memory carry over from
+    // one message to the next); in a channel each thread is one.
+    let direct = msg.channel_type.as_deref() == Some("im")
+        || (msg.channel_type.is_none() && channel.starts_with('D'));
+    let session_key = if direct {
+        format!("slack:{channel}")
+    } else {
+        format!("slack:{channel}:{parent}")
+    };
     SlackAction::StartTurn(SlackTurn {
         dedup_key: message_dedup_key(channel, ts),
         event_key: event_dedup_key(&cb.event_id),
-        session_key: format!("slack:{channel}:{parent}"),
+        session_key,
         text: text.to_owned(),
         thread_ts: parent.to_owned(),
         channel: channel.to_owned(),
@@ -480,6 +495,20 @@ mod tests {
     }
 
     #[test]
+    fn own_user_is_learned_from_the_envelope_authorizations() {
+        let e = Envelope::from_slice(
+            br#"{"type":"event_callback","event_id":"Ev9","event_time":1,
+                "authorizations":[{"team_id":"T1","user_id":"UOWN","is_bot":true}],
+                "event":{"type":"message","user":"UOWN","text":"my reply","ts":"1.0","channel":"D1","channel_type":"im"}}"#,
+        );
+        let e = e.unwrap_or(Envelope::Other);
+        assert_eq!(
+            reason(classify(&e, None, None)),
+            SlackIgnoreReason::OwnMessage
+        );
+    }
+
+    #[test]
     fn own_user_is_ignored() {
         let e = env(
             r#"{"type":"message","user":"UBOT","text":"hello","ts":"1.0","channel":"D1","channel_type":"im"}"#,
@@ -517,7 +546,7 @@ mod tests {
         let t = turn(classify(&e, None, Some(BOT)));
         assert_eq!(t.trigger, Trigger::DirectMessage);
         assert_eq!(t.text, "こんにちは");
-        assert_eq!(t.session_key, "slack:D1:5.0");
+        assert_eq!(t.session_key, "slack:D1", "in a DM the DM is the session");
         // Works even when the bot's user id is unknown.
         assert!(matches!(
             classify(&e, None, None),

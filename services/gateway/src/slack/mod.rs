@@ -1,5 +1,5 @@
-//! Slack Events API and Web API: request signature, event types, turn classification and
-//! `chat.postMessage` replies.
+//! Slack Events API and Web API: request signature, event types, turn classification,
+//! our bot's identity (`auth.test`) and `chat.postMessage` replies.
 //!
 //! Exactly-once shape: inbound, a turn's durable dedup key is the message identity
 //! (`channel` + `ts`), which absorbs both Slack's retries and the `app_mention`/`message`
@@ -7,6 +7,7 @@
 //! post, because `chat.postMessage` has no idempotency key.
 
 pub mod classify;
+pub mod identity;
 pub mod post;
 pub mod signature;
 pub mod wire;
@@ -15,6 +16,7 @@ pub use classify::{
     classify, event_dedup_key, message_dedup_key, strip_bot_mention, SlackAction,
     SlackIgnoreReason, SlackTurn, Trigger,
 };
+pub use identity::BotIdentity;
 pub use post::{
     post_message_body, retry_after_delay, PostBuildError, PostDecision, PostMessage, PostOutcome,
     PostRetryPolicy, MAX_TEXT_CHARS, POST_MESSAGE_PATH,

@@ -53,6 +53,32 @@ pub struct EventCallback {
     pub api_app_id: Option<String>,
     /// The event itself.
     pub event: InnerEvent,
+    /// Who the event is visible to: for a bot install, our bot user (`is_bot`).
+    #[serde(default)]
+    pub authorizations: Vec<Authorization>,
+}
+
+impl EventCallback {
+    /// Our bot's user id as the envelope names it (the bot authorization, else the only
+    /// one).
+    pub fn bot_user_id(&self) -> Option<&str> {
+        let bot = self.authorizations.iter().find(|a| a.is_bot == Some(true));
+        let only = (self.authorizations.len() == 1).then(|| &self.authorizations[0]);
+        bot.or(only)
+            .and_then(|a| a.user_id.as_deref())
+            .filter(|id| !id.is_empty())
+    }
+}
+
+/// One entry of an envelope's `authorizations`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+pub struct Authorization {
+    /// The user the event is visible to (our bot user for a bot install).
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Whether that user is a bot.
+    #[serde(default)]
+    pub is_bot: Option<bool>,
 }
 
 /// The inner event.

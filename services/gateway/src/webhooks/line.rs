@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, Utc};
 use tracing::info;
 
-use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
+use ghost_shared::envelope::{session_stream, EventMetadata, EventPayload, NewEvent};
 use ghost_shared::events::{Channel, LineImageReceived, ReplyTarget, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::store::ExpectedVersion;
@@ -34,7 +34,8 @@ pub async fn webhook(
     let Some(secret) = state.ctx.config.secrets.line_channel_secret.clone() else {
         return Err(not_configured("LINE", "GHOST_LINE_CHANNEL_SECRET"));
     };
-    let body = read_body(body, state.ctx.config.ghost.gateway.max_body_bytes).await?;
+    let gateway = &state.ctx.config.ghost.gateway;
+    let body = read_body(body, gateway.max_body_bytes, gateway).await?;
     verify_signature(
         secret.expose().as_bytes(),
         &body,
@@ -69,8 +70,18 @@ pub async fn webhook(
         .into_iter()
         .map(|(stream, events)| async move {
             for event in events {
-                log.append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
+                let stored = log
+                    .append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
                     .await?;
+                // An image becomes a turn once the media step appends its message.
+                if !stored.duplicate
+                    && stored
+                        .events
+                        .iter()
+                        .any(|e| e.event_type == UserMessageReceived::EVENT_TYPE)
+                {
+                    ghost_shared::metrics::turn_started(Channel::Line.as_str());
+                }
             }
             Ok::<(), ghost_shared::event_log::EventLogError>(())
         });

@@ -14,15 +14,15 @@ use axum::http::{HeaderMap, StatusCode};
 
 use crate::error::ApiError;
 
-/// Reads the raw body, refusing more than `limit` bytes with 413.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("request body exceeds {limit} bytes"),
-        )
-    })
+/// Reads the raw body, refusing more than `limit` bytes with 413 and a body that does not
+/// arrive within `gateway.body_read_timeout_secs` with 408.
+pub(crate) async fn read_body(
+    body: Body,
+    limit: usize,
+    gateway: &ghost_shared::config::GatewaySettings,
+) -> Result<Bytes, ApiError> {
+    let timeout = std::time::Duration::from_secs(gateway.body_read_timeout_secs);
+    crate::server::read_body_within(body, limit, timeout).await
 }
 
 /// A header's value as text.

@@ -42,7 +42,8 @@ pub async fn events(
         return Err(not_configured("Slack", "GHOST_SLACK_SIGNING_SECRET"));
     };
     let settings = &state.ctx.config.ghost.slack;
-    let body = read_body(body, state.ctx.config.ghost.gateway.max_body_bytes).await?;
+    let gateway = &state.ctx.config.ghost.gateway;
+    let body = read_body(body, gateway.max_body_bytes, gateway).await?;
     verify_signature(
         secret.expose().as_bytes(),
         &body,
@@ -54,19 +55,23 @@ pub async fn events(
     .map_err(|e| unauthorized("Slack", e))?;
     let envelope = Envelope::from_slice(&body).map_err(|e| bad_json("Slack", e))?;
     let retry_num = parse_retry_num(header(&headers, RETRY_NUM_HEADER));
-    match classify(&envelope, retry_num, settings.bot_user_id.as_deref()) {
+    let bot_user_id = state.slack_bot.get();
+    match classify(&envelope, retry_num, bot_user_id.as_deref()) {
         SlackAction::UrlVerification { challenge } => {
             Ok(Json(json!({ "challenge": challenge })).into_response())
         }
         SlackAction::StartTurn(turn) if valid_session_key(&turn.session_key) => {
             let (stream, event) =
                 record(turn).map_err(|e| ApiError::internal("cannot encode the Slack event", e))?;
-            state
+            let outcome = state
                 .ctx
                 .log
                 .append(&stream, ExpectedVersion::Any, &[event])
                 .await
                 .map_err(|e| ApiError::internal("cannot store the Slack event", e))?;
+            if !outcome.duplicate {
+                ghost_shared::metrics::turn_started(Channel::Slack.as_str());
+            }
             Ok(axum::http::StatusCode::OK.into_response())
         }
         SlackAction::StartTurn(turn) => {

@@ -84,7 +84,7 @@ impl Cast {
                 Member {
                     system_prompt: prompt.render(c, &registry),
                     character: c.clone(),
-                    llm: LlmClient::new(llm_config, None)?,
+                    llm: LlmClient::new(llm_config, None)?.with_role("stage"),
                 },
             );
         }
@@ -95,6 +95,7 @@ impl Cast {
             postprocess: PostProcess {
                 greetings: stage.greetings.clone(),
                 max_chars: stage.max_chars,
+                affect_marker: config.ghost.persona.affect_marker.clone(),
             },
         })
     }

@@ -1,4 +1,5 @@
-//! Seed 003 `postprocess_response`: from a model reply to the text watchers see — `<think>`
+//! Seed 003 `postprocess_response`: from a model reply to the text watchers see — cut at the
+//! affect trailer's marker (as a chat reply is: the trailer is stored, never shown), `<think>`
 //! blocks and nomination tags removed where the resolver finds them (so nothing it hides is
 //! shown), a leading greeting removed, shortened.
 
@@ -11,6 +12,8 @@ pub struct PostProcess {
     pub greetings: Vec<String>,
     /// Longest text kept, in characters (0 = no limit).
     pub max_chars: usize,
+    /// The affect trailer's marker (`persona.affect_marker`): nothing from it on is shown.
+    pub affect_marker: String,
 }
 
 /// Characters that may follow a greeting and go with it.
@@ -21,7 +24,8 @@ fn is_greeting_tail(c: char) -> bool {
 impl PostProcess {
     /// The text to show for `raw`.
     pub fn apply(&self, raw: &str) -> String {
-        let visible = without_think_and_tags(raw);
+        let (reply, _trailer) = ghost_shared::affect::split_trailer(raw, &self.affect_marker);
+        let visible = without_think_and_tags(reply);
         let text = self.strip_greeting(visible.trim());
         shorten(text.trim(), self.max_chars)
     }
@@ -79,11 +83,21 @@ pub fn shorten(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    const MARKER: &str = "<<<COCORO_GHOST_PARTNER_AFFECT_JSON_v1>>>";
+
     fn pp(max: usize) -> PostProcess {
         PostProcess {
             greetings: vec!["こんにちは".into(), "hello".into(), "hi".into()],
             max_chars: max,
+            affect_marker: MARKER.into(),
         }
+    }
+
+    #[test]
+    fn the_affect_trailer_is_cut_off() {
+        let raw = format!("今日は晴れ。[Next: NOX]\n{MARKER}\n{{\"reflection_text\":\"secret\"}}");
+        assert_eq!(pp(0).apply(&raw), "今日は晴れ。");
+        assert_eq!(pp(0).apply(&format!("{MARKER}{{}}")), "");
     }
 
     #[test]

@@ -300,9 +300,11 @@ impl EventHandler for TurnHandler {
         }
         .map_err(HandlerError::permanent)?;
 
+        let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         ghost_shared::fault::point("stage.before_append");
         let version = append_steps(&self.ctx, &event.stream, vec![outcome, chosen, then]).await?;
         ghost_shared::fault::point("stage.after_append");
+        ghost_shared::metrics::stage_turn(spoke);
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
         announce(
             self.ctx.bus(),

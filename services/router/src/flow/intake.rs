@@ -194,6 +194,7 @@ impl Router {
                 declaration: line,
                 notice,
                 memory_summary: self.memory_summary(turn).await?,
+                withheld_from_cloud: Vec::new(),
                 may_propose: false,
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)

@@ -76,6 +76,8 @@ pub(crate) struct LoopContext {
     pub rerouted: bool,
     /// Whether the persona already judged a result of this message.
     pub proposed: bool,
+    /// Whether work of this message went to the cloud up to this run (masked).
+    pub went_to_cloud: bool,
 }
 
 impl Router {
@@ -109,6 +111,9 @@ impl Router {
             .iter()
             .any(|(_, w)| w.reroute && w.loop_index <= this.loop_index);
         let proposed = events.iter().any(|e| e.is::<PersonaProposed>());
+        let went_to_cloud = works
+            .iter()
+            .any(|(_, w)| w.route.uses_cloud() && !w.local_only && w.loop_index <= this.loop_index);
         Ok(LoopContext {
             turn,
             decided,
@@ -116,6 +121,7 @@ impl Router {
             first_task,
             rerouted,
             proposed,
+            went_to_cloud,
         })
     }
 
@@ -169,6 +175,12 @@ impl Router {
             reroute,
         };
         let summary = self.memory_summary(turn).await?;
+        // Work that went to the cloud had the message's secrets masked: the persona says so.
+        let withheld = if cx.went_to_cloud {
+            ghost_shared::masking::high_risk_categories(&turn.message.text)
+        } else {
+            Vec::new()
+        };
         let render = |mut result: Value, may_propose: bool| RenderRequested {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
@@ -183,6 +195,7 @@ impl Router {
             declaration: cx.decided.declaration.clone(),
             notice: None,
             memory_summary: summary.clone(),
+            withheld_from_cloud: withheld.clone(),
             may_propose,
         };
         let loops = cx.this.loop_index;

@@ -1,0 +1,316 @@
+//! Prometheus metrics: the gateway's `/metrics` after real turns (checked by promtool),
+//! the listener of `ghost run <service>`, and the operator files (Prometheus configuration,
+//! dashboards, compose stack) kept consistent with what Ghost exports.
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use ghost::stack::ServiceName;
+use ghost_testkit::fake_llm::Script;
+use support::TestApp;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `promtool <args>` with `input` on stdin: (success, stdout + stderr). promtool comes
+/// from Debian's `prometheus` package (deploy/services.sh installs it).
+fn promtool(args: &[&str], input: &[u8]) -> (bool, String) {
+    let mut child = std::process::Command::new("promtool")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package `prometheus`; deploy/services.sh installs it)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write to promtool");
+    let out = child.wait_with_output().expect("promtool output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Series name with labels → value, from the text exposition.
+fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            Some((series.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The metric names (`ghost_…`) every dashboard panel's queries use.
+fn dashboard_metrics() -> Vec<(String, String)> {
+    let dir = repo().join("deploy/grafana/dashboards");
+    let mut found = Vec::new();
+    let names = regex::Regex::new(r"ghost_[a-z_]+").expect("regex");
+    for entry in std::fs::read_dir(&dir).expect("deploy/grafana/dashboards") {
+        let path = entry.expect("entry").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let dashboard: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read dashboard"))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let panels = dashboard["panels"].as_array().expect("panels");
+        assert!(!panels.is_empty(), "{} has no panels", path.display());
+        for panel in panels {
+            let title = panel["title"].as_str().unwrap_or("?").to_owned();
+            let targets = panel["targets"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            for target in targets {
+                let expr = target["expr"].as_str().unwrap_or_default();
+                for m in names.find_iter(expr) {
+                    found.push((title.clone(), m.as_str().to_owned()));
+                }
+            }
+        }
+    }
+    assert!(!found.is_empty(), "no panel queries a ghost_ metric");
+    found
+}
+
+/// A short run (a chat turn, the stage, a refused webhook), then `/metrics`: promtool
+/// accepts it, the turn shows in the turn, consumer, LLM and projection families, and every
+/// metric a dashboard panel queries is there.
+#[tokio::test]
+async fn gateway_metrics_after_a_short_run_pass_promtool_and_feed_every_panel() {
+    let app = TestApp::spawn(&[]).await;
+    app.reply(Script::chunks(vec!["Hello", " from", " Kuro."]));
+    let events = app.chat("metrics-s1", "こんにちは").await;
+    assert_eq!(events.last().map(|e| e.event.as_str()), Some("done"));
+    let refused = app
+        .http
+        .post(format!("{}/webhooks/line", app.base_url))
+        .body("{}")
+        .send()
+        .await
+        .expect("webhook");
+    assert!(!refused.status().is_success());
+
+    // The projections measure their lag about once a second.
+    let text = ghost_testkit::testing::eventually(
+        std::time::Duration::from_secs(20),
+        "projection lag measured",
+        || async {
+            let response = app
+                .http
+                .get(format!("{}/metrics", app.base_url))
+                .send()
+                .await
+                .ok()?;
+            let text = response.text().await.ok()?;
+            let seen = text.contains("ghost_projection_lag_events{projection=\"assistant_text\"}")
+                && !text.contains("ghost_turns_finished_total{channel=\"http\"} 0");
+            seen.then_some(text)
+        },
+    )
+    .await;
+
+    let (ok, report) = promtool(&["check", "metrics"], text.as_bytes());
+    assert!(ok, "promtool check metrics failed:\n{report}\n{text}");
+
+    let s = samples(&text);
+    let at_least_one = |series: &str| {
+        let v = s.get(series).copied().unwrap_or(0.0);
+        assert!(v >= 1.0, "{series} = {v}\n{text}");
+    };
+    at_least_one("ghost_turns_started_total{channel=\"http\"}");
+    at_least_one("ghost_turns_finished_total{channel=\"http\"}");
+    at_least_one("ghost_turn_duration_seconds_count{channel=\"http\",outcome=\"finished\"}");
+    at_least_one("ghost_llm_calls_total{role=\"persona\",outcome=\"ok\"}");
+    at_least_one("ghost_llm_tokens_total{role=\"persona\",kind=\"completion\"}");
+    at_least_one("ghost_consumer_deliveries_total{consumer=\"persona_RenderRequested\"}");
+    at_least_one("ghost_webhook_rejections_total{platform=\"line\",reason=\"not_configured\"}");
+    assert!(text.contains("ghost_outbox_depth "), "{text}");
+    assert!(
+        text.contains("ghost_consumer_handler_duration_seconds_bucket{consumer=\"persona_RenderRequested\",outcome=\"ok\",le=\"0.005\"}"),
+        "{text}"
+    );
+
+    let names: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    for (panel, metric) in dashboard_metrics() {
+        assert!(
+            names.contains(&metric.as_str()),
+            "panel {panel:?} queries {metric}, which /metrics does not have after a short run"
+        );
+    }
+    app.cleanup().await;
+}
+
+/// `ghost run router` (no gateway in the process) serves its metrics on
+/// `telemetry.metrics_listen`, and they pass promtool.
+#[tokio::test]
+async fn ghost_run_serves_metrics_on_its_listener() {
+    let app = TestApp::spawn_services(&[ServiceName::Gateway], &[]).await;
+    let mut child = app
+        .child_command("router", &[])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ghost run router");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("stdout line") {
+            if let Some(url) = line.strip_prefix("ghost: metrics on ") {
+                return url.to_owned();
+            }
+        }
+        panic!("ghost run router ended without a metrics line");
+    })
+    .await
+    .expect("metrics line within 60 s");
+    let text = ghost_testkit::testing::eventually(
+        std::time::Duration::from_secs(20),
+        "router consumers registered",
+        || async {
+            let text = reqwest::get(&url).await.ok()?.text().await.ok()?;
+            text.contains("consumer=\"router_UserMessageReceived\"")
+                .then_some(text)
+        },
+    )
+    .await;
+    let (ok, report) = promtool(&["check", "metrics"], text.as_bytes());
+    assert!(ok, "promtool check metrics failed:\n{report}\n{text}");
+    let _ = child.kill().await;
+    app.cleanup().await;
+}
+
+#[test]
+fn prometheus_configuration_passes_promtool() {
+    let path = repo().join("deploy/prometheus.yml");
+    let (ok, report) = promtool(
+        &["check", "config", path.to_str().expect("utf-8 path")],
+        b"",
+    );
+    assert!(ok, "promtool check config deploy/prometheus.yml:\n{report}");
+}
+
+/// Every service `ghost run` knows runs in docker-compose.yml (as `ghost run <name>`), and
+/// Prometheus scrapes each at the address compose gives its metrics.
+#[test]
+fn compose_runs_every_service_and_prometheus_scrapes_each() {
+    let mut compose: serde_norway::Value = serde_norway::from_str(
+        &std::fs::read_to_string(repo().join("docker-compose.yml")).expect("docker-compose.yml"),
+    )
+    .expect("docker-compose.yml is YAML");
+    compose.apply_merge().expect("YAML merge keys");
+    let prometheus: serde_norway::Value = serde_norway::from_str(
+        &std::fs::read_to_string(repo().join("deploy/prometheus.yml"))
+            .expect("deploy/prometheus.yml"),
+    )
+    .expect("deploy/prometheus.yml is YAML");
+    let targets: Vec<String> = prometheus["scrape_configs"]
+        .as_sequence()
+        .expect("scrape_configs")
+        .iter()
+        .flat_map(|job| {
+            job["static_configs"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|c| c["targets"].as_sequence().cloned().unwrap_or_default())
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect();
+    let services = compose["services"].as_mapping().expect("services");
+    for name in ServiceName::ALL.iter().map(|s| s.as_str()) {
+        let service = services
+            .get(name)
+            .unwrap_or_else(|| panic!("docker-compose.yml has no service {name}"));
+        let command: Vec<&str> = service["command"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{name}: no command"))
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            command,
+            ["run", name],
+            "{name} does not run `ghost run {name}`"
+        );
+        let port = if name == ServiceName::Gateway.as_str() {
+            "8080"
+        } else {
+            "9464"
+        };
+        let target = format!("{name}:{port}");
+        assert!(
+            targets.contains(&target),
+            "deploy/prometheus.yml does not scrape {target}: {targets:?}"
+        );
+        if name != ServiceName::Gateway.as_str() {
+            let env = &service["environment"];
+            assert_eq!(
+                env["GHOST_TELEMETRY__METRICS_LISTEN"].as_str(),
+                Some("0.0.0.0:9464"),
+                "{name} does not open its metrics listener to Prometheus"
+            );
+        }
+    }
+    for infra in ["postgres", "nats", "jaeger", "prometheus", "grafana"] {
+        assert!(
+            services.contains_key(infra),
+            "docker-compose.yml has no {infra}"
+        );
+    }
+    let grafana_mounts = format!("{:?}", services["grafana"]["volumes"]);
+    assert!(
+        grafana_mounts.contains("./deploy/grafana"),
+        "grafana is not provisioned from deploy/grafana: {grafana_mounts}"
+    );
+}
+
+/// The Grafana provisioning names both data sources the dashboards use, and every panel
+/// that shows Ghost's traffic links to its traces in Jaeger.
+#[test]
+fn grafana_provisions_prometheus_and_jaeger_and_panels_link_to_traces() {
+    let sources: serde_norway::Value = serde_norway::from_str(
+        &std::fs::read_to_string(repo().join("deploy/grafana/provisioning/datasources/ghost.yml"))
+            .expect("datasources"),
+    )
+    .expect("datasources YAML");
+    let kinds: Vec<&str> = sources["datasources"]
+        .as_sequence()
+        .expect("datasources list")
+        .iter()
+        .filter_map(|d| d["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"prometheus"), "{kinds:?}");
+    assert!(kinds.contains(&"jaeger"), "{kinds:?}");
+    let overview =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/grafana/dashboards/ghost-overview.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(overview).expect("overview")).expect("JSON");
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        if panel["type"] == "row" {
+            continue;
+        }
+        let links = panel["links"].to_string();
+        assert!(
+            links.contains("/explore") && links.contains("jaeger"),
+            "panel {} links to no Jaeger traces: {links}",
+            panel["title"]
+        );
+    }
+}
