@@ -9,6 +9,7 @@
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
+//! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
 //! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
 //! - [`route_report`]: `ghost route-report`, the routes users corrected.
@@ -16,6 +17,7 @@
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
 pub mod autonomy_load;
+pub mod chaos;
 pub mod doctor;
 pub mod load;
 pub mod memory_bench;

@@ -116,6 +116,11 @@ enum Command {
     /// Measures time to first token and prompt and generation tokens/s of an
     /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
     ModelBench(ghost::model_bench::ModelBenchArgs),
+    /// Runs every service as its own process against fake platforms, SIGKILLs and restarts
+    /// random services during mixed HTTP, LINE and Slack traffic, and reports accepted,
+    /// answered once, lost and duplicated; exits non-zero when anything was lost or
+    /// duplicated (see BENCHMARKS.md, Chaos).
+    Chaos(ghost::chaos::ChaosArgs),
 }
 
 #[derive(Subcommand)]
@@ -278,6 +283,10 @@ async fn run(command: Command) -> Result<()> {
             Command::WebhookLoad(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::webhook_load::run(args).await
+            }
+            Command::Chaos(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::chaos::run(args).await
             }
         }
     }

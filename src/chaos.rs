@@ -1,0 +1,701 @@
+//! `ghost chaos`: every conversation service as its own `ghost run <service>` process on a
+//! private database and NATS stream, with the fake model and fake LINE and Slack APIs of
+//! `ghost-testkit`. Mixed HTTP, LINE and Slack messages are sent (each in its own
+//! conversation, so every answer can be attributed), random services are killed with
+//! SIGKILL at intervals and restarted, and once the system is quiet the answers are
+//! counted where a user would see them: fake LINE and Slack deliveries, and the session's
+//! assistant messages (`GET /api/sessions/{id}/messages`) for HTTP. A message whose send
+//! fails (gateway down) is sent again with the same idempotency key (webhook event id,
+//! `request_id`), as the platforms and a careful client do.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use futures::TryStreamExt;
+use ghost_testkit::fake_llm::{FakeLlm, Script};
+use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
+use ghost_testkit::testing::{repo_config_dir, TestEnv};
+use serde::Serialize;
+use tokio::sync::Mutex;
+
+/// Options of `ghost chaos`.
+#[derive(Debug, Clone, Args)]
+pub struct ChaosArgs {
+    /// Messages to send (HTTP, LINE and Slack in turn).
+    #[arg(long, default_value_t = 1000)]
+    pub messages: usize,
+    /// Services to SIGKILL (and restart) during the run.
+    #[arg(long, default_value_t = 20)]
+    pub kills: usize,
+    /// Pause between kills, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub kill_interval_ms: u64,
+    /// Concurrent senders.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// Seed of the choice of services to kill.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Longest wait for quiescence after the last message, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub settle_secs: u64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The services killed and restarted (every conversation service of `ghost up` but the
+/// write-plan service, which sends nothing a user sees).
+const SERVICES: [&str; 6] = ["gateway", "router", "worker", "coder", "persona", "mood"];
+
+/// Secrets of the private run.
+const LINE_SECRET: &str = "0123456789abcdef0123456789abcdef";
+const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+const BOT: &str = "UBOT";
+
+/// The affect trailer the fake persona model appends to every reply.
+const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
+
+/// The channel a message is sent on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// `POST /api/chat`.
+    Http,
+    /// A signed LINE webhook.
+    Line,
+    /// A signed Slack event.
+    Slack,
+}
+
+/// Figures of one channel (or of all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Messages sent.
+    pub sent: usize,
+    /// Messages the gateway acknowledged (200).
+    pub accepted: usize,
+    /// Accepted messages with exactly one answer.
+    pub answered_once: usize,
+    /// Accepted messages with no answer.
+    pub lost: usize,
+    /// Accepted messages with more than one answer.
+    pub duplicated: usize,
+}
+
+impl Counts {
+    fn add(&mut self, accepted: bool, answers: usize) {
+        self.sent += 1;
+        if !accepted {
+            return;
+        }
+        self.accepted += 1;
+        match answers {
+            0 => self.lost += 1,
+            1 => self.answered_once += 1,
+            _ => self.duplicated += 1,
+        }
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChaosReport {
+    /// All channels.
+    pub total: Counts,
+    /// Per channel.
+    pub http: Counts,
+    /// LINE.
+    pub line: Counts,
+    /// Slack.
+    pub slack: Counts,
+    /// HTTP turns whose SSE stream ended with `done` (the rest were read back).
+    pub http_streamed_replies: usize,
+    /// Services killed, in order.
+    pub kills: Vec<String>,
+    /// Sends repeated because the gateway was unreachable or answered an error.
+    pub resends: usize,
+    /// Seconds from the first message to quiescence.
+    pub elapsed_secs: f64,
+    /// Whether the system was quiet (all consumers acknowledged, outbox empty) at the count.
+    pub quiescent: bool,
+    /// The messages lost or duplicated: `channel:index` and the answers counted.
+    pub problems: Vec<String>,
+}
+
+impl ChaosReport {
+    /// Nothing lost, nothing duplicated, everything accepted.
+    pub fn clean(&self) -> bool {
+        self.total.lost == 0 && self.total.duplicated == 0 && self.total.accepted == self.total.sent
+    }
+}
+
+/// Runs the chaos and prints the report; an error when anything was lost or duplicated.
+pub async fn run(args: ChaosArgs) -> Result<()> {
+    let llm = FakeLlm::start().await.context("fake model")?;
+    let marker = ghost_shared::affect::DEFAULT_TRAILER_MARKER;
+    llm.set_default(Script::reply(&format!(
+        "Hello! Nice to hear from you.\n{marker}\n{AFFECT}"
+    )));
+    let line = FakeLine::start().await.context("fake LINE")?;
+    let slack = FakeSlack::start().await.context("fake Slack")?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let (lb, sb) = (line.base_url(), slack.base_url());
+    let env = TestEnv::new(
+        &llm.base_url(),
+        &[
+            ("GHOST_BUS__STORAGE", "file"),
+            ("GHOST_BUS__ACK_WAIT_SECS", "10"),
+            ("GHOST_DATABASE__MAX_CONNECTIONS", "8"),
+            ("GHOST_GATEWAY__LISTEN", &listen),
+            ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
+            ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "chaos-line-token"),
+            ("GHOST_SLACK_SIGNING_SECRET", SLACK_SECRET),
+            ("GHOST_SLACK_BOT_TOKEN", "xoxb-chaos"),
+            ("GHOST_LINE__API_BASE", &lb),
+            ("GHOST_LINE__DATA_API_BASE", &lb),
+            ("GHOST_LINE__RETRY_BASE_DELAY_MS", "20"),
+            ("GHOST_SLACK__API_BASE", &sb),
+            ("GHOST_SLACK__BOT_USER_ID", BOT),
+            ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
+        ],
+    )
+    .await;
+    let children = Children::start(&env);
+    let result = drive(&env, &args, &line, &slack, &listen, &children).await;
+    children.kill_all().await;
+    env.cleanup().await;
+    let report = result?;
+    print_report(&report, &args)?;
+    if !report.clean() {
+        bail!(
+            "chaos: {} lost, {} duplicated, {} of {} not accepted",
+            report.total.lost,
+            report.total.duplicated,
+            report.total.sent - report.total.accepted,
+            report.total.sent
+        );
+    }
+    Ok(())
+}
+
+/// The `ghost run <service>` children.
+struct Children {
+    procs: Mutex<HashMap<&'static str, tokio::process::Child>>,
+    vars: Vec<(String, String)>,
+}
+
+impl Children {
+    fn start(env: &TestEnv) -> Arc<Children> {
+        let mut procs = HashMap::new();
+        let children = Children {
+            procs: Mutex::new(HashMap::new()),
+            vars: env.vars.clone(),
+        };
+        for name in SERVICES {
+            if let Ok(child) = children.spawn(name) {
+                procs.insert(name, child);
+            }
+        }
+        children.procs.try_lock().expect("fresh lock").extend(procs);
+        Arc::new(children)
+    }
+
+    fn spawn(&self, service: &str) -> Result<tokio::process::Child> {
+        let mut cmd = tokio::process::Command::new(std::env::current_exe()?);
+        cmd.arg("run").arg(service).env_clear();
+        for key in ["PATH", "HOME"] {
+            if let Ok(v) = std::env::var(key) {
+                cmd.env(key, v);
+            }
+        }
+        cmd.env("RUST_LOG", "error")
+            .env("GHOST_CONFIG_DIR", repo_config_dir())
+            .envs(self.vars.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .kill_on_drop(true);
+        cmd.spawn()
+            .with_context(|| format!("start ghost run {service}"))
+    }
+
+    /// SIGKILLs `service` and starts it again after `pause`.
+    async fn kill_and_restart(&self, service: &'static str, pause: Duration) -> Result<()> {
+        let mut procs = self.procs.lock().await;
+        if let Some(mut child) = procs.remove(service) {
+            child.kill().await.ok(); // SIGKILL, then reaped
+        }
+        tokio::time::sleep(pause).await;
+        procs.insert(service, self.spawn(service)?);
+        Ok(())
+    }
+
+    async fn kill_all(&self) {
+        for (_, mut child) in self.procs.lock().await.drain() {
+            child.kill().await.ok();
+        }
+    }
+}
+
+/// One message of the run and what became of it.
+struct Sent {
+    channel: Channel,
+    accepted: bool,
+    streamed_reply: bool,
+}
+
+async fn drive(
+    env: &TestEnv,
+    args: &ChaosArgs,
+    line: &FakeLine,
+    slack: &FakeSlack,
+    listen: &str,
+    children: &Arc<Children>,
+) -> Result<ChaosReport> {
+    let base = format!("http://{listen}");
+    let token = env
+        .config
+        .secrets
+        .api_token
+        .clone()
+        .context("no api token")?
+        .expose()
+        .to_owned();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()?;
+    wait_ready(&client, &base).await?;
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+    let start = Instant::now();
+    let sending_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+    // The killer: one SIGKILL every interval until the count is reached.
+    let killer = {
+        let (children, done) = (children.clone(), sending_done.clone());
+        let (kills, interval, mut rng) = (args.kills, args.kill_interval_ms, args.seed | 1);
+        tokio::spawn(async move {
+            let mut killed = Vec::new();
+            for _ in 0..kills {
+                tokio::time::sleep(Duration::from_millis(interval)).await;
+                // xorshift64: reproducible with --seed, no dependency.
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let service = SERVICES[(rng % SERVICES.len() as u64) as usize];
+                children
+                    .kill_and_restart(service, Duration::from_millis(300))
+                    .await?;
+                eprintln!(
+                    "ghost chaos: killed {service} ({} of {kills}){}",
+                    killed.len() + 1,
+                    if done.load(Ordering::Relaxed) {
+                        ", after the last message"
+                    } else {
+                        ""
+                    }
+                );
+                killed.push(service.to_owned());
+            }
+            Ok::<_, anyhow::Error>(killed)
+        })
+    };
+
+    let resends = Arc::new(AtomicUsize::new(0));
+    let next = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..args.concurrency.max(1))
+        .map(|_| {
+            let (client, base, token, run) =
+                (client.clone(), base.clone(), token.clone(), run.clone());
+            let (next, resends, total) = (next.clone(), resends.clone(), args.messages);
+            tokio::spawn(async move {
+                let mut sent = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let msg = Message::new(&run, i);
+                    sent.push((i, msg.send(&client, &base, &token, &resends).await));
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut sent: Vec<(usize, Sent)> = Vec::with_capacity(args.messages);
+    for s in senders {
+        sent.extend(s.await?);
+    }
+    sent.sort_by_key(|(i, _)| *i);
+    sending_done.store(true, Ordering::Relaxed);
+    eprintln!(
+        "ghost chaos: {} messages sent in {:.1} s; waiting for the kills and quiescence",
+        sent.len(),
+        start.elapsed().as_secs_f64()
+    );
+    let kills = killer.await??;
+
+    // Quiescence: every accepted message answered (or the settle limit), no consumer with
+    // pending or unacknowledged messages, outbox empty, twice in a row.
+    let ctx = env.context("chaos").await?;
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(args.settle_secs);
+    let mut quiet_rounds = 0;
+    let quiescent;
+    let answers = loop {
+        let answers = count_answers(&client, &base, &token, &run, &sent, line, slack).await?;
+        let all = sent
+            .iter()
+            .zip(&answers)
+            .all(|((_, s), a)| !s.accepted || *a > 0);
+        let idle = idle(&ctx, &store, &env.config.ghost.bus.stream_name).await;
+        quiet_rounds = if idle { quiet_rounds + 1 } else { 0 };
+        if all && quiet_rounds >= 2 {
+            quiescent = true;
+            break answers;
+        }
+        if Instant::now() > deadline {
+            quiescent = idle;
+            break answers;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+
+    let mut report = ChaosReport {
+        total: Counts::default(),
+        http: Counts::default(),
+        line: Counts::default(),
+        slack: Counts::default(),
+        http_streamed_replies: 0,
+        kills,
+        resends: resends.load(Ordering::Relaxed),
+        elapsed_secs: start.elapsed().as_secs_f64(),
+        quiescent,
+        problems: Vec::new(),
+    };
+    for ((i, s), a) in sent.iter().zip(&answers) {
+        report.total.add(s.accepted, *a);
+        match s.channel {
+            Channel::Http => report.http.add(s.accepted, *a),
+            Channel::Line => report.line.add(s.accepted, *a),
+            Channel::Slack => report.slack.add(s.accepted, *a),
+        }
+        report.http_streamed_replies += usize::from(s.streamed_reply);
+        if !s.accepted || *a != 1 {
+            let what = if s.accepted {
+                "answers"
+            } else {
+                "not accepted"
+            };
+            report
+                .problems
+                .push(format!("{:?}:{i} {what} {a}", s.channel).to_lowercase());
+        }
+    }
+    Ok(report)
+}
+
+/// One message: its channel and identities (each in its own conversation).
+struct Message {
+    channel: Channel,
+    run: String,
+    i: usize,
+}
+
+impl Message {
+    fn new(run: &str, i: usize) -> Message {
+        let channel = match i % 3 {
+            0 => Channel::Http,
+            1 => Channel::Line,
+            _ => Channel::Slack,
+        };
+        Message {
+            channel,
+            run: run.to_owned(),
+            i,
+        }
+    }
+
+    fn session(run: &str, i: usize) -> String {
+        format!("chaos-{run}-{i}")
+    }
+
+    fn line_user(run: &str, i: usize) -> String {
+        format!("Uchaos{run}{i}")
+    }
+
+    fn line_token(run: &str, i: usize) -> String {
+        format!("rt-chaos-{run}-{i}")
+    }
+
+    fn slack_channel(run: &str, i: usize) -> String {
+        format!("Cchaos{run}{i}")
+    }
+
+    /// Sends until the gateway accepts it (or two minutes pass).
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        base: &str,
+        token: &str,
+        resends: &AtomicUsize,
+    ) -> Sent {
+        let (run, i) = (self.run.as_str(), self.i);
+        let give_up = Instant::now() + Duration::from_secs(120);
+        let mut attempt = 0_usize;
+        loop {
+            if attempt > 0 {
+                resends.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            attempt += 1;
+            if Instant::now() > give_up {
+                return Sent {
+                    channel: self.channel,
+                    accepted: false,
+                    streamed_reply: false,
+                };
+            }
+            let request = match self.channel {
+                Channel::Http => {
+                    let body = serde_json::json!({
+                        "session_id": Self::session(run, i),
+                        "text": "hello there",
+                        "request_id": format!("req-{run}-{i}"),
+                    });
+                    client
+                        .post(format!("{base}/api/chat"))
+                        .bearer_auth(token)
+                        .json(&body)
+                }
+                Channel::Line => {
+                    let body = serde_json::json!({"destination":"Ubot","events":[{
+                        "type":"message","mode":"active","timestamp":1_762_000_000_000_i64,
+                        "webhookEventId":format!("chaos-{run}-{i}"),
+                        "deliveryContext":{"isRedelivery":attempt > 1},
+                        "source":{"type":"user","userId":Self::line_user(run, i)},
+                        "replyToken":Self::line_token(run, i),
+                        "message":{"id":format!("m-{run}-{i}"),"type":"text","quoteToken":"q",
+                                   "text":"こんにちは、元気?"}
+                    }]})
+                    .to_string();
+                    let Ok(sig) = ghost_gateway::line::signature::sign(
+                        LINE_SECRET.as_bytes(),
+                        body.as_bytes(),
+                    ) else {
+                        continue;
+                    };
+                    client
+                        .post(format!("{base}/webhooks/line"))
+                        .header("x-line-signature", sig)
+                        .header("content-type", "application/json")
+                        .body(body)
+                }
+                Channel::Slack => {
+                    let channel = Self::slack_channel(run, i);
+                    let ts = format!("1700000000.{i:06}");
+                    let body = serde_json::json!({
+                        "type":"event_callback","team_id":"T1","api_app_id":"A1",
+                        "event_id":format!("Ev-chaos-{run}-{i}"),"event_time":1_700_000_000,
+                        "event":{"type":"app_mention","user":"U7",
+                                 "text":format!("<@{BOT}> hello there"),
+                                 "ts":ts,"channel":channel,"event_ts":ts}
+                    })
+                    .to_string();
+                    let now = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs()
+                        .to_string();
+                    let Ok(sig) = ghost_gateway::slack::signature::sign(
+                        SLACK_SECRET.as_bytes(),
+                        &now,
+                        body.as_bytes(),
+                    ) else {
+                        continue;
+                    };
+                    client
+                        .post(format!("{base}/webhooks/slack"))
+                        .header("x-slack-request-timestamp", now)
+                        .header("x-slack-signature", sig)
+                        .header("content-type", "application/json")
+                        .body(body)
+                }
+            };
+            let Ok(response) = request.send().await else {
+                continue;
+            };
+            if !response.status().is_success() {
+                continue;
+            }
+            // Accepted. An HTTP turn streams its reply; a cut stream is read back later.
+            let streamed_reply = match self.channel {
+                Channel::Http => response
+                    .text()
+                    .await
+                    .is_ok_and(|t| t.contains("event: done")),
+                _ => false,
+            };
+            return Sent {
+                channel: self.channel,
+                accepted: true,
+                streamed_reply,
+            };
+        }
+    }
+}
+
+/// Answers per message, in the order of `sent`.
+async fn count_answers(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    run: &str,
+    sent: &[(usize, Sent)],
+    line: &FakeLine,
+    slack: &FakeSlack,
+) -> Result<Vec<usize>> {
+    let mut per_target: HashMap<String, usize> = HashMap::new();
+    for d in line.deliveries().into_iter().chain(slack.deliveries()) {
+        *per_target.entry(d.to).or_default() += 1;
+    }
+    let mut answers = Vec::with_capacity(sent.len());
+    for (i, s) in sent {
+        let n = match s.channel {
+            Channel::Line => {
+                per_target
+                    .get(&Message::line_user(run, *i))
+                    .copied()
+                    .unwrap_or(0)
+                    + per_target
+                        .get(&Message::line_token(run, *i))
+                        .copied()
+                        .unwrap_or(0)
+            }
+            Channel::Slack => per_target
+                .get(&Message::slack_channel(run, *i))
+                .copied()
+                .unwrap_or(0),
+            Channel::Http if s.accepted => {
+                http_answers(client, base, token, &Message::session(run, *i)).await?
+            }
+            Channel::Http => 0,
+        };
+        answers.push(n);
+    }
+    Ok(answers)
+}
+
+/// Assistant messages of an HTTP session, read back as a client would. The gateway may be
+/// restarting; it is asked again until it answers.
+async fn http_answers(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    session: &str,
+) -> Result<usize> {
+    for _ in 0..600 {
+        let response = client
+            .get(format!("{base}/api/sessions/{session}/messages"))
+            .bearer_auth(token)
+            .send()
+            .await;
+        if let Ok(r) = response {
+            if r.status().is_success() {
+                let v: serde_json::Value = r.json().await?;
+                let messages = v["messages"].as_array().cloned().unwrap_or_default();
+                return Ok(messages.iter().filter(|m| m["role"] == "assistant").count());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the gateway did not answer GET /api/sessions/{session}/messages")
+}
+
+/// Nothing in flight: the outbox is empty and no durable consumer has pending or
+/// unacknowledged messages.
+async fn idle(
+    ctx: &ghost_shared::service::ServiceContext,
+    store: &ghost_shared::store::EventStore,
+    stream_name: &str,
+) -> bool {
+    let check = async {
+        let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+            .fetch_one(store.pool())
+            .await
+            .ok()?;
+        if outbox > 0 {
+            return None;
+        }
+        let stream = ctx.bus().jetstream().get_stream(stream_name).await.ok()?;
+        let names: Vec<String> = stream.consumer_names().try_collect().await.ok()?;
+        for name in names {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer =
+                stream.get_consumer(&name).await.ok()?;
+            let info = consumer.info().await.ok()?;
+            if info.num_pending > 0 || info.num_ack_pending > 0 {
+                return None;
+            }
+        }
+        Some(())
+    };
+    check.await.is_some()
+}
+
+async fn wait_ready(client: &reqwest::Client, base: &str) -> Result<()> {
+    for _ in 0..600 {
+        if let Ok(r) = client.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the gateway at {base} did not come up")
+}
+
+fn print_report(report: &ChaosReport, args: &ChaosArgs) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string(report)?);
+        return Ok(());
+    }
+    println!(
+        "ghost chaos: {} messages, {} kills ({}), {:.1} s, {} resends, quiescent: {}",
+        report.total.sent,
+        report.kills.len(),
+        report.kills.join(" "),
+        report.elapsed_secs,
+        report.resends,
+        report.quiescent
+    );
+    println!(
+        "  {:<8}{:>8}{:>10}{:>16}{:>8}{:>12}",
+        "channel", "sent", "accepted", "answered once", "lost", "duplicated"
+    );
+    for (name, c) in [
+        ("http", &report.http),
+        ("line", &report.line),
+        ("slack", &report.slack),
+        ("total", &report.total),
+    ] {
+        println!(
+            "  {:<8}{:>8}{:>10}{:>16}{:>8}{:>12}",
+            name, c.sent, c.accepted, c.answered_once, c.lost, c.duplicated
+        );
+    }
+    println!(
+        "  HTTP replies streamed to the client: {}",
+        report.http_streamed_replies
+    );
+    for p in &report.problems {
+        println!("  problem: {p}");
+    }
+    Ok(())
+}
