@@ -33,6 +33,7 @@ async fn sigterm_finishes_the_reply_in_flight_and_exits_zero() {
         .http
         .post(format!("{}/api/chat", app.base_url))
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body(body);
     let chat = tokio::spawn(async move { read_sse(request.send().await.unwrap()).await });
 
