@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -22,25 +22,10 @@ use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::logs::LogCapture;
+use support::logs::capture;
 use support::{TestApp, TOKEN};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Every JSON log line of this test binary.
-fn capture() -> &'static LogCapture {
-    static CAP: OnceLock<LogCapture> = OnceLock::new();
-    CAP.get_or_init(|| {
-        let cap = LogCapture::default();
-        let sub = tracing_subscriber::fmt()
-            .json()
-            .with_writer(cap.clone())
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        let _ = tracing::subscriber::set_global_default(sub);
-        cap
-    })
-}
 
 /// A console client on `GET /api/events?token=…`, collecting every frame.
 struct Console {

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -12,23 +11,8 @@ use ghost_shared::media::MediaStore;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
-use support::logs::LogCapture;
+use support::logs::capture;
 use support::platforms::ChannelApp;
-
-/// Every JSON log line of this test binary.
-fn capture() -> &'static LogCapture {
-    static CAP: OnceLock<LogCapture> = OnceLock::new();
-    CAP.get_or_init(|| {
-        let cap = LogCapture::default();
-        let sub = tracing_subscriber::fmt()
-            .json()
-            .with_writer(cap.clone())
-            .with_max_level(tracing::Level::INFO)
-            .finish();
-        let _ = tracing::subscriber::set_global_default(sub);
-        cap
-    })
-}
 
 /// `fields` of every `provider.http` line with `message` about `source_path`.
 fn audit_lines(message: &str, source_path: &str) -> Vec<Value> {

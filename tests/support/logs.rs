@@ -1,7 +1,7 @@
 //! Capturing this test binary's log output (one global subscriber per binary).
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tracing_subscriber::fmt::MakeWriter;
 
@@ -36,4 +36,20 @@ impl<'a> MakeWriter<'a> for LogCapture {
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
     }
+}
+
+/// Every JSON log line (INFO and above) of this test binary, from the first call on: the
+/// binary's global subscriber writes into it.
+pub fn capture() -> &'static LogCapture {
+    static CAP: OnceLock<LogCapture> = OnceLock::new();
+    CAP.get_or_init(|| {
+        let cap = LogCapture::default();
+        let sub = tracing_subscriber::fmt()
+            .json()
+            .with_writer(cap.clone())
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let _ = tracing::subscriber::set_global_default(sub);
+        cap
+    })
 }
