@@ -42,12 +42,7 @@ impl MessageRenderer {
     /// Loads the persona rules, the message prompt and the model.
     pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
         let settings = &ctx.config.ghost.persona;
-        let character = ctx
-            .config
-            .characters
-            .get(&settings.character)
-            .cloned()
-            .ok_or_else(|| ServiceError::Config(format!("no character {}", settings.character)))?;
+        let character = crate::render::configured_character(&ctx)?;
         let read = |path: &std::path::Path, key: &str| {
             let path = ctx.config.resolve(path);
             std::fs::read_to_string(&path)

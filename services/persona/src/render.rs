@@ -63,16 +63,22 @@ struct Generated {
     rejected: Vec<String>,
 }
 
+/// The character this persona process speaks as (`persona.character`): a configuration
+/// error when it is not in `characters.yaml`, never a persona-less fallback.
+pub(crate) fn configured_character(ctx: &ServiceContext) -> Result<CharacterConfig, ServiceError> {
+    let name = &ctx.config.ghost.persona.character;
+    ctx.config
+        .characters
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ServiceError::Config(format!("no character {name}")))
+}
+
 impl Renderer {
     /// Loads the character, the prompt template and the model client.
     pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
         let settings = &ctx.config.ghost.persona;
-        let character = ctx
-            .config
-            .characters
-            .get(&settings.character)
-            .cloned()
-            .ok_or_else(|| ServiceError::Config(format!("no character {}", settings.character)))?;
+        let character = configured_character(&ctx)?;
         let path = ctx.config.resolve(&settings.prompt_file);
         let template = std::fs::read_to_string(&path).map_err(|e| {
             ServiceError::Config(format!("persona.prompt_file {}: {e}", path.display()))
