@@ -170,7 +170,7 @@ impl MessageRenderer {
         stored: &RecordedEvent,
         message: &AutonomyMessageRendered,
     ) -> Result<(), HandlerError> {
-        AssistantTextProjection::store_now(self.ctx.store().pool(), stored)
+        AssistantTextProjection::store_now(self.ctx.store().pool(), &[stored])
             .await
             .map_err(|e| HandlerError::transient(e.to_string()))?;
         publish_message(

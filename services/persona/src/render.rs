@@ -122,6 +122,21 @@ impl Renderer {
         })
     }
 
+    /// Read-your-writes: the user's message and the outcome are in the conversation before
+    /// anyone hears of the outcome, even if this process stops before its projection runner
+    /// gets to them.
+    async fn list_turn(&self, turn: Uuid, outcome: &RecordedEvent) -> Result<(), HandlerError> {
+        let store = self.ctx.store();
+        let user = store
+            .get_any(&[turn])
+            .await
+            .map_err(HandlerError::transient)?;
+        let rows: Vec<&RecordedEvent> = user.iter().chain(std::iter::once(outcome)).collect();
+        AssistantTextProjection::store_now(store.pool(), &rows)
+            .await
+            .map_err(|e| HandlerError::transient(e.to_string()))
+    }
+
     async fn publish(&self, turn: &Uuid, message: &TurnStreamMessage) {
         let subject = self.ctx.bus().token_subject(turn);
         match serde_json::to_vec(message) {
@@ -488,11 +503,7 @@ impl EventHandler for Renderer {
             _ => message,
         };
         if let Some(outcome) = stored.events.first() {
-            // Read-your-writes: the reply is in the conversation before anyone hears of it,
-            // even if this process stops before its projection runner gets to it.
-            AssistantTextProjection::store_now(self.ctx.store().pool(), outcome)
-                .await
-                .map_err(|e| HandlerError::transient(e.to_string()))?;
+            self.list_turn(turn, outcome).await?;
         }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.

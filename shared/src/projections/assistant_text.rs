@@ -70,14 +70,17 @@ impl AssistantTextProjection {
             .await
     }
 
-    /// Stores `event`'s row now, as the projection will (it then finds it there): how an
-    /// autonomy message is in `assistant_text` before it is published.
+    /// Stores the events' rows now, in one transaction, as the projection will (it then
+    /// finds them there): how a reply or an autonomy message is in `assistant_text` before
+    /// it is announced, whether or not this process's projection runner gets to it.
     pub async fn store_now(
         pool: &sqlx::PgPool,
-        event: &RecordedEvent,
+        events: &[&RecordedEvent],
     ) -> Result<(), ProjectionError> {
         let mut tx = pool.begin().await?;
-        Self.apply(&mut tx, event).await?;
+        for event in events {
+            Self.apply(&mut tx, event).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
