@@ -366,3 +366,78 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
         .unwrap();
     assert_eq!(stored, 2 * 26);
 }
+
+/// Collects for `message` with only the database sources (no vector model).
+async fn collect_for(
+    pool: &sqlx::PgPool,
+    message: &str,
+) -> ghost_persona::recall::collect::Collected {
+    let plan = retrieval_plan(
+        message,
+        RetrievalLimits {
+            max_candidates: 80,
+            max_selected: 12,
+        },
+        Default::default(),
+    );
+    let scope = Scope {
+        persona: "kuro",
+        session_id: "now",
+        source_timeout: Duration::from_secs(10),
+        similarity_threshold: 0.1,
+        embedding: None,
+    };
+    collect(pool, scope, &plan).await
+}
+
+#[tokio::test]
+async fn the_trigram_sources_find_the_lines_holding_the_messages_rare_words_first() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    // The memories sit under many newer lines that share the message's common words.
+    let mut lines = vec![
+        "you remember the kirabono we cooked".to_owned(),
+        "マスターはピーマンが大好きだ".to_owned(),
+    ];
+    lines.extend((0..60).map(|i| format!("do you remember the thing and the day {i}")));
+    for (i, text) in lines.iter().enumerate() {
+        say_in_old_session(store.pool(), i as i64 + 1, text).await;
+    }
+
+    let english = collect_for(store.pool(), "Do you remember the kirabono?").await;
+    let first = english
+        .candidates
+        .iter()
+        .find(|c| c.source == "trigram_events")
+        .expect("a trigram candidate");
+    assert!(first.text.contains("kirabono"), "{:?}", english.candidates);
+    assert!(
+        english.candidates[0].text.contains("kirabono"),
+        "ranked first: {:?}",
+        english.candidates
+    );
+    // Only the line holding the rare word is a trigram candidate, not every line sharing
+    // "do you remember the".
+    assert_eq!(
+        english.counts["trigram_events"], 1,
+        "{:?}",
+        english.candidates
+    );
+
+    // Japanese without spaces: the katakana word is the term.
+    let japanese = collect_for(store.pool(), "ピーマンの話、覚えてる？").await;
+    assert_eq!(
+        japanese.counts["trigram_events"], 1,
+        "{:?}",
+        japanese.candidates
+    );
+    assert!(
+        japanese.candidates[0].text.contains("ピーマン"),
+        "{:?}",
+        japanese.candidates
+    );
+
+    // A message of function words only falls back to sentence similarity.
+    let vague = collect_for(store.pool(), "do you remember the thing?").await;
+    assert!(vague.counts["trigram_events"] > 1, "{:?}", vague.counts);
+}

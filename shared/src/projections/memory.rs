@@ -48,6 +48,18 @@ impl MemoryProjection {
         .iter()
         .map(state_from_row)
         .collect::<Result<Vec<_>, _>>()?;
+        Ok(Memory {
+            states,
+            ..Self::load_focus(executor, persona).await?
+        })
+    }
+
+    /// `persona`'s preferences and interest state without the states: all recall's focus
+    /// hint needs (the states can number thousands; recall searches them in SQL instead).
+    pub async fn load_focus<'e>(
+        executor: impl PgExecutor<'e> + Copy,
+        persona: &str,
+    ) -> Result<Memory, sqlx::Error> {
         let preferences = sqlx::query(
             "SELECT domain, subject, polarity, status, confidence FROM preferences \
              WHERE persona = $1 ORDER BY position, domain, subject_key, polarity",
@@ -85,7 +97,7 @@ impl MemoryProjection {
         })
         .transpose()?;
         Ok(Memory {
-            states,
+            states: Vec::new(),
             preferences,
             interest,
         })

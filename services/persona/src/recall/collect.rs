@@ -191,28 +191,92 @@ async fn recent_events(pool: &PgPool, scope: Scope<'_>) -> Rows {
         .collect()
 }
 
-/// Rows of `sql` (binding the query, `scope_value` and the row limit) in a transaction with
-/// the configured trigram threshold, so `%` uses the index at that threshold.
+/// One trigram source: the table, its text column and the column that scopes it.
+struct TrigramSource {
+    columns: &'static str,
+    table: &'static str,
+    text: &'static str,
+    /// A condition on `$scope` (the scope value's parameter), plus any fixed ones.
+    scope: &'static str,
+}
+
+const UTTERANCES: TrigramSource = TrigramSource {
+    columns: "event_id, role, text",
+    table: "assistant_text",
+    text: "text",
+    scope: "session_id <> $scope",
+};
+
+const STATES: TrigramSource = TrigramSource {
+    columns: "state_id, kind, body_text",
+    table: "memory_states",
+    text: "body_text",
+    scope: "persona = $scope AND status = 'active'",
+};
+
+/// The rows of `source` most similar to `query`, with their score as `s`.
+///
+/// With indexed search terms (see [`super::terms`]) only rows containing one of them are
+/// candidates, scored by the share of the terms they contain. Without any (a message of short or function words), the sentence's
+/// trigram similarity at the configured threshold selects, as before.
 async fn trigram_rows(
     pool: &PgPool,
+    source: &TrigramSource,
     threshold: f64,
-    sql: &'static str,
     query: &str,
     scope_value: &str,
 ) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)")
-        .bind(threshold.to_string())
-        .execute(&mut *tx)
-        .await?;
-    let rows = sqlx::query(sql)
-        .bind(query)
+    let TrigramSource {
+        columns,
+        table,
+        text,
+        scope,
+    } = source;
+    let terms = super::terms::search_terms(query);
+    let indexed = super::terms::indexed(&terms);
+    if indexed.is_empty() {
+        let scope = scope.replace("$scope", "$2");
+        let mut tx = pool.begin().await?;
+        sqlx::query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)")
+            .bind(threshold.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let sql = format!(
+            "SELECT {columns}, similarity({text}, $1)::float8 AS s FROM {table} \
+             WHERE {text} % $1 AND {scope} ORDER BY s DESC, position DESC LIMIT $3"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(query)
+            .bind(scope_value)
+            .bind(PER_SOURCE)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        return Ok(rows);
+    }
+    // `$4..`: one `lower(text) LIKE '%term%'` each, OR-ed: a bitmap OR of scans of the
+    // trigram index on `lower(text)` (migration 0080; ILIKE rechecks three times slower).
+    // The score is the share of all terms the row holds; recency breaks ties.
+    let any_term = (0..indexed.len())
+        .map(|i| format!("lower({text}) LIKE ${}", i + 4))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let scope = scope.replace("$scope", "$1");
+    let sql = format!(
+        "SELECT {columns}, \
+         ((SELECT count(*) FROM unnest($3::text[]) AS t(term) WHERE strpos(lower({text}), t.term) > 0)::float8 \
+           / cardinality($3::text[]))::float8 AS s \
+         FROM {table} WHERE ({any_term}) AND {scope} ORDER BY s DESC, position DESC LIMIT $2"
+    );
+    let mut q = sqlx::query(&sql)
         .bind(scope_value)
         .bind(PER_SOURCE)
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(rows)
+        .bind(&terms);
+    for term in &indexed {
+        // Terms are letters and digits only (see `search_terms`): nothing to escape.
+        q = q.bind(format!("%{term}%"));
+    }
+    q.fetch_all(pool).await
 }
 
 /// Utterances of other sessions similar to the message.
@@ -222,9 +286,8 @@ async fn trigram_events(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
     }
     let rows = trigram_rows(
         pool,
+        &UTTERANCES,
         scope.similarity_threshold,
-        "SELECT event_id, role, text, similarity(text, $1)::float8 AS s FROM assistant_text \
-         WHERE text % $1 AND session_id <> $2 ORDER BY s DESC, position DESC LIMIT $3",
         query,
         scope.session_id,
     )
@@ -248,10 +311,8 @@ async fn trigram_states(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
     }
     let rows = trigram_rows(
         pool,
+        &STATES,
         scope.similarity_threshold,
-        "SELECT state_id, kind, body_text, similarity(body_text, $1)::float8 AS s FROM memory_states \
-         WHERE body_text % $1 AND persona = $2 AND status = 'active' \
-         ORDER BY s DESC, position DESC LIMIT $3",
         query,
         scope.persona,
     )

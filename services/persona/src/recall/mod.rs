@@ -5,10 +5,12 @@
 //!
 //! - [`collect`]: the sources, their timeouts and the ranking;
 //! - [`select`]: the selection's input and the strict reading of its answer;
+//! - [`terms`]: the search terms of a message (what a trigram candidate must contain);
 //! - [`vector`]: the embedding source (lazy vectors in Postgres, cosine in process).
 
 pub mod collect;
 pub mod select;
+pub mod terms;
 pub mod vector;
 
 use std::time::{Duration, Instant};
@@ -80,7 +82,7 @@ impl Recaller {
         let settings = &self.ctx.config.ghost.memory;
         let pool = self.ctx.store().pool();
         let started = Instant::now();
-        let memory = match MemoryProjection::load(pool, &character.name).await {
+        let memory = match MemoryProjection::load_focus(pool, &character.name).await {
             Ok(m) => m,
             Err(e) => {
                 warn!(error = %e, "memory unreadable; recalling without the persona's focus");
