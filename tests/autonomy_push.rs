@@ -20,8 +20,8 @@ use ghost_testkit::fake_llm::Script;
 use ghost_testkit::fake_platforms::Scripted;
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
+use support::autonomy::decision;
 use support::platforms::ChannelApp;
-use support::TOKEN;
 
 const WAIT: Duration = Duration::from_secs(30);
 const LINE_TO: &str = "Ugroup-of-master";
@@ -69,27 +69,14 @@ async fn spawn(search: &FakeSearch, bound: Bound) -> ChannelApp {
 
 /// Scripts one decision with `mode` (and, when it speaks, the persona's `said`), then ticks.
 async fn tick(app: &ChannelApp, mode: &str, said: Option<&str>) {
-    let decision = json!({
-        "decision": "do_action", "action_type": "web_research", "capability": "web_access",
-        "input": {"query": mode}, "reason": "マスターがお茶の話をしていた",
-        "persona_influence": {"curiosity": 0.8}, "mood_influence": {"calm": 0.5},
-        "console_delivery": {"mode": mode, "message_kind": "report"}
-    });
+    let decision = decision("web_access", json!({"query": mode}), mode, "report");
     app.app
         .llm
-        .push_for_model(WORKER_MODEL, Script::reply(&decision.to_string()));
+        .push_for_model(WORKER_MODEL, Script::reply(&decision));
     if let Some(said) = said {
         app.app.reply(Script::reply(said));
     }
-    let response = app
-        .app
-        .http
-        .post(format!("{}/api/autonomy/tick", app.app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
+    support::autonomy::tick(&app.app).await;
 }
 
 /// The stored `AutonomyMessageRendered` events, oldest first.

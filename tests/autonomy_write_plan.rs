@@ -3,20 +3,18 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use ghost::stack::ServiceName;
 use ghost_shared::bus::EventHandler;
-use ghost_shared::events::persona_stream;
-use ghost_shared::projections::MemoryProjection;
-use ghost_shared::projector::ProjectionRunner;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
+use support::autonomy::{decision, persona_events, tick};
+use support::plans::{second_planner, write_plan};
+use support::{TestApp, NEUTRAL_AFFECT};
 
 const SAID: &str = "煎茶は70度くらいで一分がいいみたいだよ。";
 
@@ -31,33 +29,14 @@ fn plan_input(request: &RecordedRequest) -> Option<Value> {
 /// A plan remembering what the persona found out, with the utterance as evidence.
 fn plan_for(input: &Value) -> Value {
     let current = input["current_event_id"].clone();
-    json!({
-        "event_annotations": {"life_stage": "unknown", "about_time_confidence": 0.0, "entities": []},
-        "state_updates": [{"kind": "fact", "op": "upsert", "state_id": null,
-            "body_text": "煎茶は70度で一分", "confidence": 0.7, "valid_from_ts": null,
-            "valid_to_ts": null, "evidence_event_ids": [current], "reason": "調べて分かった"}],
-        "preference_updates": [],
-        "event_affect": {"moment_affect_text": "分かって嬉しい", "moment_affect_labels": ["joy"],
-                          "moment_affect_score_vad": {"v": 0.4, "a": 0.1, "d": 0.0},
-                          "moment_affect_confidence": 0.7},
-        "context_updates": {"threads": [], "links": []},
-        "interest_update": {"attention_targets": [{"type": "topic", "value": "お茶", "weight": 0.6}],
-                            "interaction_mode": "explore"}
-    })
+    let fact = json!({"kind": "fact", "op": "upsert", "state_id": null,
+        "body_text": "煎茶は70度で一分", "confidence": 0.7, "valid_from_ts": null,
+        "valid_to_ts": null, "evidence_event_ids": [current], "reason": "調べて分かった"});
+    write_plan(json!([fact]), json!([]), "お茶", "explore")
 }
 
 fn plan_requests(app: &TestApp) -> Vec<Value> {
     app.llm.requests().iter().filter_map(plan_input).collect()
-}
-
-async fn persona_events(app: &TestApp, event_type: &str) -> usize {
-    app.store
-        .read_stream(&persona_stream("kuro"), 0)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.event_type == event_type)
-        .count()
 }
 
 #[tokio::test]
@@ -82,23 +61,11 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
         None if r.model.as_deref() == Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
         None => Script::reply("ok"),
     });
-    let decision = json!({
-        "decision": "do_action", "action_type": "web_research", "capability": "web_access",
-        "input": {"query": "sencha"}, "reason": "マスターがお茶の話をしていた",
-        "persona_influence": {"curiosity": 0.8}, "mood_influence": {"calm": 0.5},
-        "console_delivery": {"mode": "chat", "message_kind": "report"}
-    });
+    let decision = decision("web_access", json!({"query": "sencha"}), "chat", "report");
     app.llm
-        .push_for_model(WORKER_MODEL, Script::reply(&decision.to_string()));
+        .push_for_model(WORKER_MODEL, Script::reply(&decision));
     app.reply(Script::reply(SAID));
-    let response = app
-        .http
-        .post(format!("{}/api/autonomy/tick", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
+    tick(&app).await;
 
     eventually(Duration::from_secs(30), "the plan applied", || async {
         (persona_events(&app, "EventAnnotated").await >= 1).then_some(())
@@ -125,14 +92,7 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
     assert_eq!(persona_events(&app, "StateUpserted").await, 1);
 
     // Redelivered to a second planner: no model call, nothing appended.
-    let ctx = app.stack.ctx.for_service("write-plan");
-    let runner = ProjectionRunner::new(
-        app.store.clone(),
-        Arc::new(MemoryProjection),
-        100,
-        Duration::from_millis(50),
-    );
-    let planner = ghost_write_plan::planner::Planner::new(ctx, runner).unwrap();
+    let (planner, _) = second_planner(&app);
     let before = app.event_count().await;
     for _ in 0..2 {
         planner.handle(message.clone()).await.unwrap();
