@@ -211,3 +211,24 @@ async fn a_refused_line_push_is_recorded_as_failed_and_not_retried_for_ever() {
         .is_empty());
     app.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_push_lost_after_line_took_it_is_retried_with_its_key_and_seen_once() {
+    let search = FakeSearch::start().await.unwrap();
+    let app = spawn(&search, Bound::LineOnly).await;
+    // LINE delivers the push but the answer is a 500: the retry must not show it twice.
+    app.line.script_push(Scripted::fail_after_delivery(500));
+    let said = "お茶のこと、分かったよ。";
+    tick(&app, "chat", Some(said)).await;
+    let pushed = app.wait_events(AutonomyMessagePushed::EVENT_TYPE, 1).await;
+    assert_eq!(pushed[0]["platform"], "line");
+    let pushes = app.line.calls();
+    assert_eq!(pushes.len(), 2, "the push and its retry: {pushes:?}");
+    assert_eq!(
+        pushes[0].header("x-line-retry-key"),
+        pushes[1].header("x-line-retry-key")
+    );
+    assert_eq!(app.line.deliveries().len(), 1);
+    assert_eq!(app.line.deliveries()[0].texts, vec![said.to_owned()]);
+    app.cleanup().await;
+}
