@@ -232,3 +232,24 @@ async fn a_push_lost_after_line_took_it_is_retried_with_its_key_and_seen_once() 
     assert_eq!(app.line.deliveries()[0].texts, vec![said.to_owned()]);
     app.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_slack_server_error_is_not_reposted_and_line_still_gets_its_push() {
+    let search = FakeSearch::start().await.unwrap();
+    let app = spawn(&search, Bound::Both).await;
+    // chat.postMessage has no idempotency key: after a 500 it may have posted.
+    app.slack.script_post(Scripted::fail(500));
+    tick(&app, "chat", Some("調べものが終わったよ。")).await;
+    let failed = app.wait_events(AutonomyPushFailed::EVENT_TYPE, 1).await;
+    assert_eq!(failed[0]["platform"], "slack");
+    assert_eq!(failed[0]["code"], "outcome_unknown");
+    let pushed = app.wait_events(AutonomyMessagePushed::EVENT_TYPE, 1).await;
+    assert_eq!(pushed[0]["platform"], "line");
+    assert_eq!(app.slack.calls().len(), 1, "never posted a second time");
+    // Redelivered: Slack is not called again, LINE not pushed again.
+    let message = messages(&app).await.pop().unwrap();
+    second_pusher(&app).handle(message).await.unwrap();
+    assert_eq!(app.slack.calls().len(), 1);
+    assert_eq!(app.line.deliveries().len(), 1);
+    app.cleanup().await;
+}
