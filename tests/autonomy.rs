@@ -22,6 +22,7 @@ use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
+use support::autonomy::{decision, tick};
 use support::logs::capture;
 use support::{TestApp, TOKEN};
 
@@ -105,30 +106,6 @@ async fn spawn(search: &FakeSearch, agent: Option<CliAgentSettings>) -> TestApp 
         },
     )
     .await
-}
-
-fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> String {
-    json!({
-        "decision": "do_action", "action_type": "web_research", "capability": capability,
-        "input": input, "reason": "マスターがお茶の話をしていた",
-        "persona_influence": {"curiosity": 0.8}, "mood_influence": {"calm": 0.5},
-        "console_delivery": {"mode": mode, "message_kind": kind}
-    })
-    .to_string()
-}
-
-/// `POST /api/autonomy/tick`; the tick's event id.
-async fn tick(app: &TestApp) -> String {
-    let response = app
-        .http
-        .post(format!("{}/api/autonomy/tick", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let body: Value = response.json().await.unwrap();
-    body["tick_event_id"].as_str().unwrap().to_owned()
 }
 
 async fn count(app: &TestApp, event_type: &str) -> i64 {

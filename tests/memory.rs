@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ghost::stack::ServiceName;
@@ -11,10 +10,11 @@ use ghost_shared::bus::EventHandler;
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{persona_stream, AssistantReplied, EventAnnotated, WritePlanRejected};
 use ghost_shared::projections::MemoryProjection;
-use ghost_shared::projector::ProjectionRunner;
 use ghost_testkit::fake_llm::{Failure, RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
+use support::autonomy::persona_events;
+use support::plans::{second_planner, write_plan};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 /// The plan the fake worker writes for a user message (by its words), or `None` when the
@@ -41,17 +41,7 @@ fn plan_for(request: &RecordedRequest) -> Option<Value> {
     } else {
         Vec::new()
     };
-    Some(json!({
-        "event_annotations": {"life_stage": "unknown", "about_time_confidence": 0.0, "entities": []},
-        "state_updates": [],
-        "preference_updates": updates,
-        "event_affect": {"moment_affect_text": "マスターの好みが分かった", "moment_affect_labels": ["joy"],
-                          "moment_affect_score_vad": {"v": 0.4, "a": 0.1, "d": 0.0},
-                          "moment_affect_confidence": 0.7},
-        "context_updates": {"threads": [], "links": []},
-        "interest_update": {"attention_targets": [{"type": "topic", "value": "食べ物", "weight": 0.6}],
-                            "interaction_mode": "support"}
-    }))
+    Some(write_plan(json!([]), json!(updates), "食べ物", "support"))
 }
 
 /// Every service plus the write-plan service; the fake worker writes plans by `plan_for`.
@@ -76,17 +66,6 @@ async fn preferences(app: &TestApp) -> Vec<(String, String, String)> {
             .unwrap();
     rows.sort();
     rows
-}
-
-/// How many events of `event_type` the persona's stream holds.
-async fn count(app: &TestApp, event_type: &str) -> usize {
-    app.store
-        .read_stream(&persona_stream("kuro"), 0)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.event_type == event_type)
-        .count()
 }
 
 /// Chats one turn and waits until its plan is applied (`applied` annotations in total).
@@ -142,14 +121,7 @@ async fn like_then_confirm_then_opposite_revokes_and_survives_redelivery_and_reb
     assert_eq!(interest.updated_from_event_ids.len(), 3);
 
     // Redeliver every utterance to a second planner: nothing is appended, nothing changes.
-    let ctx = app.stack.ctx.for_service("write-plan");
-    let runner = ProjectionRunner::new(
-        app.store.clone(),
-        Arc::new(MemoryProjection),
-        100,
-        Duration::from_millis(50),
-    );
-    let planner = ghost_write_plan::planner::Planner::new(ctx, runner.clone()).unwrap();
+    let (planner, runner) = second_planner(&app);
     let before_events = app.event_count().await;
     let before_rows = MemoryProjection::dump(app.store.pool()).await.unwrap();
     let replies: Vec<_> = app
@@ -273,7 +245,7 @@ async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
         r.errors
     );
     assert_eq!(
-        count(&app, EventAnnotated::EVENT_TYPE).await,
+        persona_events(&app, EventAnnotated::EVENT_TYPE).await,
         0,
         "nothing applied"
     );
@@ -330,5 +302,5 @@ async fn without_the_write_plan_service_replies_go_on() {
     app.reply(Script::reply("はい。"));
     let events = app.chat("memory-s4", "I like green peppers").await;
     assert_eq!(events.last().unwrap().data["reply_text"], "はい。");
-    assert_eq!(count(&app, EventAnnotated::EVENT_TYPE).await, 0);
+    assert_eq!(persona_events(&app, EventAnnotated::EVENT_TYPE).await, 0);
 }

@@ -3,8 +3,10 @@
 
 #![allow(dead_code)] // each test file uses its own part of the support
 
+pub mod autonomy;
 pub mod cli;
 pub mod logs;
+pub mod plans;
 pub mod platforms;
 pub mod stage;
 pub mod webdriver;

@@ -33,6 +33,16 @@ impl ChannelApp {
 
     /// Only `services` in-process (others may run as child processes), fakes wired in.
     pub async fn spawn_services(services: &[ServiceName], extra: &[(&str, &str)]) -> ChannelApp {
+        Self::spawn_adjusted(services, extra, |_| {}).await
+    }
+
+    /// As [`ChannelApp::spawn_services`], the configuration then changed by `adjust` (for
+    /// lists an environment variable cannot express).
+    pub async fn spawn_adjusted(
+        services: &[ServiceName],
+        extra: &[(&str, &str)],
+        adjust: impl FnOnce(&mut ghost_shared::config::Config),
+    ) -> ChannelApp {
         let line = FakeLine::start().await.expect("fake line");
         let slack = FakeSlack::start().await.expect("fake slack");
         let (lb, sb) = (line.base_url(), slack.base_url());
@@ -51,7 +61,7 @@ impl ChannelApp {
             ("GHOST_SLACK__FILES_BASE", &files),
         ];
         vars.extend_from_slice(extra);
-        let app = TestApp::spawn_services(services, &vars).await;
+        let app = TestApp::spawn_adjusted(services, &vars, adjust).await;
         ChannelApp { app, line, slack }
     }
 

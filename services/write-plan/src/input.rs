@@ -5,19 +5,32 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{AssistantReplied, UserMessageReceived};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateStatus};
 use ghost_shared::memory::{InterestState, Memory};
 
-/// The user's part of the turn.
+/// Which kind of utterance the turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UtteranceKind {
+    /// A reply to a user message.
+    Reply,
+    /// A message the persona said on its own about an autonomous action: no user message.
+    AutonomyMessage,
+}
+
+/// The turn: the persona's utterance and, for a reply, the user's message it answers.
 #[derive(Debug, Clone, Serialize)]
 pub struct TurnInput {
-    /// What the user said.
-    pub user_text: String,
-    /// The user's message event.
-    pub user_event_id: Uuid,
-    /// What the persona replied.
+    /// Reply or autonomy message.
+    pub kind: UtteranceKind,
+    /// What the user said; `null` for an autonomy message (nobody spoke before it).
+    pub user_text: Option<String>,
+    /// The user's message event; `null` for an autonomy message.
+    pub user_event_id: Option<Uuid>,
+    /// What the persona said.
     pub reply_text: String,
     /// Images of the turn, described (none are described yet: the media ids are listed).
     pub images: Vec<String>,
@@ -34,7 +47,7 @@ pub struct RecentEvent {
     pub text: String,
 }
 
-/// The conversation's user and assistant messages among `events`, oldest first, at most
+/// The conversation's user and assistant messages (autonomy messages included) among `events`, oldest first, at most
 /// `limit`, before version `before`.
 pub fn recent_events(events: &[RecordedEvent], before: i32, limit: usize) -> Vec<RecentEvent> {
     let mut out: Vec<RecentEvent> = events
@@ -52,6 +65,12 @@ pub fn recent_events(events: &[RecordedEvent], before: i32, limit: usize) -> Vec
                     event_id: e.event_id,
                     role: "assistant",
                     text: r.text,
+                })
+            } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                Some(RecentEvent {
+                    event_id: e.event_id,
+                    role: "assistant",
+                    text: m.text,
                 })
             } else {
                 None

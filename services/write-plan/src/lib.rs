@@ -1,13 +1,12 @@
 //! The write-plan service (seed 001, issue 12): after each persona utterance
-//! (`AssistantReplied`) it asks the worker model for a WritePlan, validates it against the
+//! (`AssistantReplied`, or an autonomy message `AutonomyMessageRendered`) it asks the worker model for a WritePlan, validates it against the
 //! persona's memory and appends what it changes as events on the persona's stream
 //! (`StateUpserted`, `StateClosed`, `PreferenceUpdated`, `InterestStateUpdated`,
 //! `EventAnnotated`) or, for a plan that breaks a rule, one `WritePlanRejected`. It also runs
 //! the `memory` projection. Replies never wait for it.
 //!
 //! - [`input`]: what the model is given (the turn, recent events, memory, the persona);
-//! - [`planner`]: the `AssistantReplied` handler (once per utterance, whatever is
-//!   redelivered).
+//! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered).
 
 pub mod input;
 pub mod planner;
@@ -16,8 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::AssistantReplied;
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
@@ -25,8 +22,8 @@ use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 /// This service's name.
 pub const SERVICE: &str = "write-plan";
 
-/// Starts the `memory` projection and the `AssistantReplied` consumer (needs `llm.worker`
-/// and `prompts/write_plan.md`).
+/// Starts the `memory` projection and the utterance consumers (needs `llm.worker` and
+/// `prompts/write_plan.md`).
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
     let p = &ctx.config.ghost.projections;
@@ -38,11 +35,13 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     );
     handle.tasks.push(tokio::spawn(runner.clone().run()));
     let planner = Arc::new(planner::Planner::new(ctx.clone(), runner)?);
-    handle.spawn(run_consumer(
-        ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, AssistantReplied::EVENT_TYPE),
-        planner,
-    ));
+    for event_type in planner::CONSUMES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            planner.clone(),
+        ));
+    }
     Ok(handle)
 }
 

@@ -1,15 +1,17 @@
-//! The `AssistantReplied` handler: one write plan per persona utterance. A redelivered
-//! utterance whose plan was applied or rejected before changes nothing; the plan's events
-//! are appended in one atomic append with ids derived from the utterance.
+//! The handler of persona utterances (`AssistantReplied`, `AutonomyMessageRendered`): one
+//! write plan per utterance. A redelivered utterance whose plan was applied or rejected
+//! before changes nothing; the plan's events are appended in one atomic append with ids
+//! derived from the utterance.
 
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
-use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AssistantReplied, UserMessageReceived, WritePlanRejected,
 };
@@ -22,9 +24,44 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::template::unknown_placeholder;
 
-use crate::input::{memory_input, plan_input, recent_events, TurnInput};
+use crate::input::{memory_input, plan_input, recent_events, TurnInput, UtteranceKind};
 
-/// Handles `AssistantReplied`.
+/// The event types this handler consumes.
+pub const CONSUMES: [&str; 2] = [
+    AssistantReplied::EVENT_TYPE,
+    AutonomyMessageRendered::EVENT_TYPE,
+];
+
+/// One persona utterance, whichever event carried it.
+struct Utterance {
+    speaker: String,
+    session_id: String,
+    text: String,
+    /// The user message it answers (none for an autonomy message).
+    user_event_id: Option<uuid::Uuid>,
+}
+
+impl Utterance {
+    fn of(event: &RecordedEvent) -> Result<Self, HandlerError> {
+        if let Ok(m) = event.decode::<AutonomyMessageRendered>() {
+            return Ok(Self {
+                speaker: m.persona,
+                session_id: m.session_id,
+                text: m.text,
+                user_event_id: None,
+            });
+        }
+        let r: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
+        Ok(Self {
+            speaker: r.speaker,
+            session_id: r.session_id,
+            text: r.text,
+            user_event_id: Some(r.user_event_id),
+        })
+    }
+}
+
+/// Handles persona utterances.
 pub struct Planner {
     ctx: ServiceContext,
     llm: LlmClient,
@@ -77,17 +114,28 @@ impl Planner {
         ))
     }
 
-    async fn turn(&self, reply: &AssistantReplied) -> Result<TurnInput, HandlerError> {
+    async fn turn(&self, reply: &Utterance) -> Result<TurnInput, HandlerError> {
+        let Some(user_event_id) = reply.user_event_id else {
+            // Said on its own: there is no user message to invent.
+            return Ok(TurnInput {
+                kind: UtteranceKind::AutonomyMessage,
+                user_text: None,
+                user_event_id: None,
+                reply_text: reply.text.clone(),
+                images: Vec::new(),
+            });
+        };
         let user = self
             .ctx
             .store()
-            .get(reply.user_event_id)
+            .get(user_event_id)
             .await
             .map_err(HandlerError::transient)?
             .and_then(|e| e.decode::<UserMessageReceived>().ok());
         Ok(TurnInput {
-            user_text: user.as_ref().map(|m| m.text.clone()).unwrap_or_default(),
-            user_event_id: reply.user_event_id,
+            kind: UtteranceKind::Reply,
+            user_text: Some(user.as_ref().map(|m| m.text.clone()).unwrap_or_default()),
+            user_event_id: Some(user_event_id),
             reply_text: reply.text.clone(),
             images: user
                 .and_then(|m| m.image)
@@ -100,7 +148,7 @@ impl Planner {
 #[async_trait::async_trait]
 impl EventHandler for Planner {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        let reply: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
+        let reply = Utterance::of(&event)?;
         if self
             .ctx
             .outcome_stored(&event, &[ANNOTATED_STEP, REJECTED_STEP])

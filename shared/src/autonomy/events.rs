@@ -29,6 +29,11 @@ pub mod steps {
     pub const MESSAGE: &str = "autonomy.message";
     /// `ActionResultRecorded` → `AutonomyMessageFailed`.
     pub const MESSAGE_FAILED: &str = "autonomy.message_failed";
+    /// `AutonomyMessageRendered` → its LINE push outcome (`AutonomyMessagePushed` or
+    /// `AutonomyPushFailed`: one id, so at most one of them).
+    pub const PUSHED_LINE: &str = "autonomy.push.line";
+    /// `AutonomyMessageRendered` → its Slack post outcome.
+    pub const PUSHED_SLACK: &str = "autonomy.push.slack";
 }
 
 /// What started a deliberation.
@@ -166,4 +171,41 @@ pub struct AutonomyMessageFailed {
 
 impl EventPayload for AutonomyMessageFailed {
     const EVENT_TYPE: &'static str = "AutonomyMessageFailed";
+}
+
+/// An autonomy message reached a bound LINE chat or Slack channel (`autonomy.push`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutonomyMessagePushed {
+    /// The conversation.
+    pub session_id: String,
+    /// Where it went (`line` or `slack`).
+    pub platform: crate::events::Channel,
+    /// The `AutonomyMessageRendered` event.
+    pub message_event_id: Uuid,
+    /// The API calls made, in order.
+    pub calls: Vec<String>,
+}
+
+impl EventPayload for AutonomyMessagePushed {
+    const EVENT_TYPE: &'static str = "AutonomyMessagePushed";
+}
+
+/// An autonomy message was not pushed to a bound platform, or not known to be (never retried
+/// once recorded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutonomyPushFailed {
+    /// The conversation.
+    pub session_id: String,
+    /// Where it was meant to go.
+    pub platform: crate::events::Channel,
+    /// The `AutonomyMessageRendered` event.
+    pub message_event_id: Uuid,
+    /// Stable code (`gave_up`, `outcome_unknown`, `invalid`, `not_configured`).
+    pub code: String,
+    /// Explanation.
+    pub message: String,
+}
+
+impl EventPayload for AutonomyPushFailed {
+    const EVENT_TYPE: &'static str = "AutonomyPushFailed";
 }

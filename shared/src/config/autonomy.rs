@@ -1,11 +1,12 @@
 //! `autonomy:`: when the persona deliberates, which conversation its messages belong to,
-//! its prompts, and the command-line agent `agent_delegate` runs.
+//! its prompts, the command-line agent `agent_delegate` runs, and which conversations are
+//! also pushed to LINE or Slack (`autonomy.push`).
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{ConfigError, Secrets};
 
 /// `autonomy:`.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,6 +27,9 @@ pub struct AutonomySettings {
     pub max_focus_items: usize,
     /// The command-line agent of `agent_delegate`; none = that capability fails.
     pub cli_agent: Option<CliAgentSettings>,
+    /// Conversations bound to LINE and/or Slack: their `chat`/`notify` messages are pushed
+    /// there too, once each.
+    pub push: Vec<PushBinding>,
 }
 
 impl Default for AutonomySettings {
@@ -38,8 +42,42 @@ impl Default for AutonomySettings {
             recent_events: 12,
             max_focus_items: 8,
             cli_agent: None,
+            push: Vec::new(),
         }
     }
+}
+
+/// `autonomy.push[]`: one conversation bound to a LINE chat, a Slack channel, or both.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushBinding {
+    /// The conversation (an autonomy `session_id`).
+    pub session_id: String,
+    /// Pushed to this LINE user, group or room.
+    #[serde(default)]
+    pub line: Option<LinePushTarget>,
+    /// Posted in this Slack channel (and thread).
+    #[serde(default)]
+    pub slack: Option<SlackPushTarget>,
+}
+
+/// `autonomy.push[].line`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinePushTarget {
+    /// User, group or room id (the push API's `to`).
+    pub to: String,
+}
+
+/// `autonomy.push[].slack`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackPushTarget {
+    /// Channel id.
+    pub channel: String,
+    /// Post in this thread instead of the channel itself.
+    #[serde(default)]
+    pub thread_ts: Option<String>,
 }
 
 /// `autonomy.cli_agent`: a program run with arguments in a directory, the task on stdin.
@@ -71,8 +109,74 @@ fn default_agent_output() -> usize {
 }
 
 impl AutonomySettings {
+    /// The binding of conversation `session_id`, if it has one.
+    pub fn push_binding(&self, session_id: &str) -> Option<&PushBinding> {
+        self.push.iter().find(|b| b.session_id == session_id)
+    }
+
+    /// Each bound platform needs its token: a binding that could never push is a start-up
+    /// error, not a failure at the first message.
+    pub fn validate_push_secrets(&self, secrets: &Secrets) -> Result<(), ConfigError> {
+        for (i, b) in self.push.iter().enumerate() {
+            if b.line.is_some() && secrets.line_channel_access_token.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("autonomy.push[{i}].line"),
+                    "GHOST_LINE_CHANNEL_ACCESS_TOKEN is not set",
+                ));
+            }
+            if b.slack.is_some() && secrets.slack_bot_token.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("autonomy.push[{i}].slack"),
+                    "GHOST_SLACK_BOT_TOKEN is not set",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_push(&self) -> Result<(), ConfigError> {
+        let blank = |v: &str| v.trim().is_empty();
+        for (i, b) in self.push.iter().enumerate() {
+            let key = |k: &str| format!("autonomy.push[{i}].{k}");
+            if blank(&b.session_id) {
+                return Err(ConfigError::invalid(key("session_id"), "must not be empty"));
+            }
+            if self.push[..i].iter().any(|o| o.session_id == b.session_id) {
+                return Err(ConfigError::invalid(
+                    key("session_id"),
+                    format!("{} is bound twice", b.session_id),
+                ));
+            }
+            if b.line.is_none() && b.slack.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("autonomy.push[{i}]"),
+                    "binds no platform (give line, slack or both)",
+                ));
+            }
+            if b.line.as_ref().is_some_and(|l| blank(&l.to)) {
+                return Err(ConfigError::invalid(key("line.to"), "must not be empty"));
+            }
+            if let Some(s) = &b.slack {
+                if blank(&s.channel) {
+                    return Err(ConfigError::invalid(
+                        key("slack.channel"),
+                        "must not be empty",
+                    ));
+                }
+                if s.thread_ts.as_deref().is_some_and(blank) {
+                    return Err(ConfigError::invalid(
+                        key("slack.thread_ts"),
+                        "must not be empty (leave it out to post in the channel)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Range checks serde cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_push()?;
         if self.session_id.trim().is_empty() {
             return Err(ConfigError::invalid(
                 "autonomy.session_id",

@@ -17,7 +17,9 @@ mod web;
 
 use std::path::{Path, PathBuf};
 
-pub use autonomy::{AutonomySettings, CliAgentSettings};
+pub use autonomy::{
+    AutonomySettings, CliAgentSettings, LinePushTarget, PushBinding, SlackPushTarget,
+};
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;
@@ -137,10 +139,12 @@ impl Config {
         ghost.validate()?;
         characters.validate(&ghost)?;
         ghost.stage.validate_cast(&characters)?;
+        let secrets = Secrets::from_vars(vars);
+        ghost.autonomy.validate_push_secrets(&secrets)?;
         Ok(Self {
             ghost,
             characters,
-            secrets: Secrets::from_vars(vars),
+            secrets,
             base_dir,
         })
     }

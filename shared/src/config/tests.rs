@@ -254,3 +254,66 @@ fn a_missing_persona_is_a_config_error_naming_the_key() {
     let old_key = err("characters:\n  - name: kuro\n    display_name: クロ\n    persona: calm\n    second_person_label: x\n");
     assert!(old_key.contains("persona"), "{old_key}");
 }
+
+#[test]
+fn autonomy_push_bindings_load_and_bad_ones_are_clear_errors() {
+    const TOKENS: [(&str, &str); 2] = [
+        ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "t"),
+        ("GHOST_SLACK_BOT_TOKEN", "xoxb"),
+    ];
+    let bound = |push: &str| format!("{GHOST}autonomy:\n  push:\n{push}");
+    let good = bound(
+        "    - {session_id: console, line: {to: U1}, slack: {channel: C1, thread_ts: '1.2'}}\n",
+    );
+    let c = load(&good, &TOKENS).unwrap();
+    let b = c.ghost.autonomy.push_binding("console").unwrap();
+    assert_eq!(b.line.as_ref().unwrap().to, "U1");
+    assert_eq!(b.slack.as_ref().unwrap().thread_ts.as_deref(), Some("1.2"));
+    assert!(c.ghost.autonomy.push_binding("other").is_none());
+
+    let cases = [
+        (
+            "    - {session_id: console, discord: {to: x}}\n",
+            "unknown field `discord`",
+        ),
+        (
+            "    - {session_id: console}\n",
+            "autonomy.push[0]: binds no platform",
+        ),
+        (
+            "    - {session_id: ' ', line: {to: U1}}\n",
+            "autonomy.push[0].session_id",
+        ),
+        (
+            "    - {session_id: c, line: {to: ''}}\n",
+            "autonomy.push[0].line.to",
+        ),
+        (
+            "    - {session_id: c, slack: {channel: ' '}}\n",
+            "autonomy.push[0].slack.channel",
+        ),
+        (
+            "    - {session_id: c, slack: {channel: C1, thread_ts: ''}}\n",
+            "autonomy.push[0].slack.thread_ts",
+        ),
+        (
+            "    - {session_id: c, line: {to: U1}}\n    - {session_id: c, slack: {channel: C1}}\n",
+            "autonomy.push[1].session_id: c is bound twice",
+        ),
+    ];
+    for (push, expected) in cases {
+        let err = load(&bound(push), &TOKENS).unwrap_err().to_string();
+        assert!(err.contains(expected), "{push}: {err}");
+    }
+    // A bound platform without its token could never push: refused at load.
+    let err = load(&good, &TOKENS[1..]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("autonomy.push[0].line") && err.contains("GHOST_LINE_CHANNEL_ACCESS_TOKEN"),
+        "{err}"
+    );
+    let err = load(&good, &TOKENS[..1]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("autonomy.push[0].slack") && err.contains("GHOST_SLACK_BOT_TOKEN"),
+        "{err}"
+    );
+}

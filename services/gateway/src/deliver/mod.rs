@@ -11,6 +11,7 @@
 //!   preceded by a `ReplyAttempted` marker; finding the marker without an outcome means a
 //!   previous attempt may have gone through, and such a call is not blindly repeated.
 
+pub mod autonomy_push;
 pub mod line;
 pub mod slack;
 
@@ -196,7 +197,7 @@ impl EventHandler for Deliverer {
                     &event,
                     &reply.session_id,
                     channel,
-                    thread_ts,
+                    Some(thread_ts),
                     &reply.text,
                 )
                 .await?
@@ -263,7 +264,7 @@ impl Deliverer {
     }
 }
 
-/// Starts the two delivery consumers.
+/// Starts the delivery consumers: replies, and autonomy messages to bound conversations.
 pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> Result<(), reqwest::Error> {
     let deliverer = Arc::new(Deliverer::new(ctx.clone())?);
     for event_type in [
@@ -277,5 +278,10 @@ pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> Result<(), reqw
             deliverer.clone(),
         ));
     }
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(ctx.service, autonomy_push::CONSUMES),
+        Arc::new(autonomy_push::AutonomyPusher::new(deliverer)),
+    ));
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Sending one reply to Slack with `chat.postMessage` in the thread.
+//! Sending one reply (or autonomy message) to Slack with `chat.postMessage`, in the thread
+//! when there is one.
 
 use std::time::Duration;
 
@@ -13,13 +14,13 @@ use crate::slack::{
     post_message_body, PostDecision, PostOutcome, PostRetryPolicy, POST_MESSAGE_PATH,
 };
 
-/// Delivers `text` for the reply event `cause` under `thread_ts` in `channel`.
+/// Delivers `text` for the event `cause` in `channel`, under `thread_ts` when given.
 pub(super) async fn deliver(
     d: &Deliverer,
     cause: &RecordedEvent,
     session_id: &str,
     channel: &str,
-    thread_ts: &str,
+    thread_ts: Option<&str>,
     text: &str,
 ) -> Result<DeliveryOutcome, HandlerError> {
     let Some(token) = d.slack_token.clone() else {
@@ -28,7 +29,7 @@ pub(super) async fn deliver(
             "GHOST_SLACK_BOT_TOKEN is not set",
         ));
     };
-    let body = match post_message_body(channel, Some(thread_ts), text) {
+    let body = match post_message_body(channel, thread_ts, text) {
         Ok(b) => b,
         Err(e) => return Ok(DeliveryOutcome::failed("invalid", e.to_string())),
     };

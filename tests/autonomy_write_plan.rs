@@ -1,0 +1,105 @@
+//! The write plan runs on the persona's autonomy messages like on any utterance (issue 13,
+//! item 4): once per message, with the message as the turn and no invented user message.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use ghost::stack::ServiceName;
+use ghost_shared::bus::EventHandler;
+use ghost_testkit::fake_llm::{RecordedRequest, Script};
+use ghost_testkit::fake_search::{FakeHit, FakeSearch};
+use ghost_testkit::testing::{eventually, WORKER_MODEL};
+use support::autonomy::{decision, persona_events, tick};
+use support::plans::{second_planner, write_plan};
+use support::{TestApp, NEUTRAL_AFFECT};
+
+const SAID: &str = "煎茶は70度くらいで一分がいいみたいだよ。";
+
+/// The write-plan input of `request`, when it is a write-plan request.
+fn plan_input(request: &RecordedRequest) -> Option<Value> {
+    if !request.system_text()?.contains("long-term memory") {
+        return None;
+    }
+    serde_json::from_str(&request.last_user_text()?).ok()
+}
+
+/// A plan remembering what the persona found out, with the utterance as evidence.
+fn plan_for(input: &Value) -> Value {
+    let current = input["current_event_id"].clone();
+    let fact = json!({"kind": "fact", "op": "upsert", "state_id": null,
+        "body_text": "煎茶は70度で一分", "confidence": 0.7, "valid_from_ts": null,
+        "valid_to_ts": null, "evidence_event_ids": [current], "reason": "調べて分かった"});
+    write_plan(json!([fact]), json!([]), "お茶", "explore")
+}
+
+fn plan_requests(app: &TestApp) -> Vec<Value> {
+    app.llm.requests().iter().filter_map(plan_input).collect()
+}
+
+#[tokio::test]
+async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
+    let search = FakeSearch::start().await.unwrap();
+    search.set_hits(vec![FakeHit {
+        title: "Sencha guide".into(),
+        url: "https://tea.example/sencha".into(),
+        content: "Steep sencha at 70 degrees for one minute.".into(),
+    }]);
+    let url = search.search_url();
+    let mut services = ServiceName::ALL.to_vec();
+    services.push(ServiceName::WritePlan);
+    let app = TestApp::spawn_adjusted(
+        &services,
+        &[("GHOST_AUTONOMY__INTERVAL_SECS", "0")],
+        move |c| c.ghost.web.search_url = Some(url),
+    )
+    .await;
+    app.llm.set_responder(|r| match plan_input(r) {
+        Some(input) => Script::reply(&plan_for(&input).to_string()),
+        None if r.model.as_deref() == Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
+        None => Script::reply("ok"),
+    });
+    let decision = decision("web_access", json!({"query": "sencha"}), "chat", "report");
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&decision));
+    app.reply(Script::reply(SAID));
+    tick(&app).await;
+
+    eventually(Duration::from_secs(30), "the plan applied", || async {
+        (persona_events(&app, "EventAnnotated").await >= 1).then_some(())
+    })
+    .await;
+    let requests = plan_requests(&app);
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let message = app
+        .session_events("console")
+        .await
+        .into_iter()
+        .find(|e| e.event_type == "AutonomyMessageRendered")
+        .expect("the stored message");
+    let turn = &requests[0]["turn"];
+    assert_eq!(requests[0]["current_event_id"], json!(message.event_id));
+    assert_eq!(turn["kind"], "autonomy_message");
+    assert_eq!(turn["reply_text"], SAID);
+    assert_eq!(
+        turn["user_text"],
+        Value::Null,
+        "no user message is invented"
+    );
+    assert_eq!(turn["user_event_id"], Value::Null);
+    assert_eq!(persona_events(&app, "StateUpserted").await, 1);
+
+    // Redelivered to a second planner: no model call, nothing appended.
+    let (planner, _) = second_planner(&app);
+    let before = app.event_count().await;
+    for _ in 0..2 {
+        planner.handle(message.clone()).await.unwrap();
+    }
+    assert_eq!(app.event_count().await, before);
+    assert_eq!(plan_requests(&app).len(), 1);
+    assert_eq!(persona_events(&app, "EventAnnotated").await, 1);
+    assert_eq!(persona_events(&app, "StateUpserted").await, 1);
+    app.cleanup().await;
+}

@@ -1,0 +1,43 @@
+//! Autonomy test helpers: a scripted decision, a tick over the API, the persona's stream.
+
+use serde_json::{json, Value};
+
+use ghost_shared::events::persona_stream;
+
+use super::{TestApp, TOKEN};
+
+/// A `do_action` decision with `console_delivery` `{mode, message_kind: kind}`.
+pub fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> String {
+    json!({
+        "decision": "do_action", "action_type": "web_research", "capability": capability,
+        "input": input, "reason": "マスターがお茶の話をしていた",
+        "persona_influence": {"curiosity": 0.8}, "mood_influence": {"calm": 0.5},
+        "console_delivery": {"mode": mode, "message_kind": kind}
+    })
+    .to_string()
+}
+
+/// `POST /api/autonomy/tick`; the tick's event id.
+pub async fn tick(app: &TestApp) -> String {
+    let response = app
+        .http
+        .post(format!("{}/api/autonomy/tick", app.base_url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let body: Value = response.json().await.unwrap();
+    body["tick_event_id"].as_str().unwrap().to_owned()
+}
+
+/// How many events of `event_type` the persona `kuro`'s stream holds.
+pub async fn persona_events(app: &TestApp, event_type: &str) -> usize {
+    app.store
+        .read_stream(&persona_stream("kuro"), 0)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.event_type == event_type)
+        .count()
+}
