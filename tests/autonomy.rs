@@ -117,20 +117,6 @@ fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> String {
     .to_string()
 }
 
-/// `POST /api/autonomy/tick`; the tick's event id.
-async fn tick(app: &TestApp) -> String {
-    let response = app
-        .http
-        .post(format!("{}/api/autonomy/tick", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let body: Value = response.json().await.unwrap();
-    body["tick_event_id"].as_str().unwrap().to_owned()
-}
-
 async fn count(app: &TestApp, event_type: &str) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = $1")
         .bind(event_type)
@@ -174,7 +160,7 @@ async fn a_web_access_tick_with_chat_delivery_is_said_by_the_persona() {
     );
     let said = "煎茶は70度くらいで一分がいいみたいだよ。";
     app.reply(Script::reply(said));
-    tick(&app).await;
+    app.tick().await;
 
     let message = eventually(WAIT, "the persona's message", || async {
         console.of_type("message").into_iter().next()
@@ -262,7 +248,7 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
                 "report",
             )),
         );
-        tick(&app).await;
+        app.tick().await;
         let n = if mode == "silent" { 1 } else { 2 };
         console.wait_for_activity("result", n).await;
     }
@@ -276,7 +262,7 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
         )),
     );
     app.reply(Script::reply("ちょっと調べものが進んだよ。"));
-    tick(&app).await;
+    app.tick().await;
     let message = eventually(WAIT, "the notify message", || async {
         console.of_type("message").into_iter().next()
     })
@@ -321,7 +307,7 @@ async fn a_failed_render_says_nothing_and_never_shows_the_summary() {
         )),
     );
     app.reply(Script::failing(Failure::Status(500, "model down".into())));
-    tick(&app).await;
+    app.tick().await;
     console.wait_for_activity("message_failed", 1).await;
 
     let result = sqlx::query_scalar::<_, Value>(
@@ -397,7 +383,7 @@ async fn invalid_decisions_are_dropped_with_a_reason_and_nothing_runs() {
     ];
     for (i, (answer, reason)) in cases.iter().enumerate() {
         app.llm.push_for_model(WORKER_MODEL, Script::reply(answer));
-        tick(&app).await;
+        app.tick().await;
         console.wait_for_activity("dropped", i + 1).await;
         let dropped = console
             .of_type("activity")
@@ -439,51 +425,17 @@ async fn the_events_socket_needs_the_token() {
     app.cleanup().await;
 }
 
-/// Plants `persona`'s memory rows (what the memory projection would hold).
-async fn plant_memory(app: &TestApp, likes_tea: bool) {
-    let state = |id: &str, body: &str, topic: &str| {
-        format!(
-            "INSERT INTO memory_states VALUES ('kuro', '{id}', 'task', 'active', '{body}', \
-             '{{\"topic\": \"{topic}\"}}', 0.5, 0.5, NULL, NULL, 1, '{{}}', 'seen', gen_random_uuid(), 1)"
-        )
-    };
-    let tea = state(
-        "00000000-0000-0000-0000-00000000000a",
-        "find a new tea",
-        "tea",
-    );
-    let health = state(
-        "00000000-0000-0000-0000-00000000000b",
-        "ask how master slept",
-        "master_health",
-    );
-    let polarity = if likes_tea { "like" } else { "dislike" };
-    let preference = format!(
-        "INSERT INTO preferences VALUES ('kuro', 'topic', 'tea', '{polarity}', 'tea', 'confirmed', \
-         0.9, '{{}}', 'said so', gen_random_uuid(), 2)"
-    );
-    let targets = if likes_tea {
-        r#"[{"type": "topic", "value": "tea", "weight": 0.7}]"#
-    } else {
-        r#"[{"type": "person", "value": "master_health", "weight": 0.8}]"#
-    };
-    let interest = format!(
-        "INSERT INTO persona_interest_state VALUES ('kuro', '{targets}', 'support', '{{}}', 0, gen_random_uuid(), 3)"
-    );
-    support::execute_all(&app.store, &[&tea, &health, &preference, &interest]).await;
-}
-
 /// The deliberation request's input, after one tick answered with a skip.
 async fn deliberation_input(likes_tea: bool) -> Value {
     let search = FakeSearch::start().await.unwrap();
     let app = spawn(&search, None).await;
     let console = Console::connect(&app).await;
-    plant_memory(&app, likes_tea).await;
+    support::memory::plant(&app, likes_tea).await;
     app.llm.push_for_model(
         WORKER_MODEL,
         Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
     );
-    tick(&app).await;
+    app.tick().await;
     console.wait_for_activity("decided", 1).await;
     let request = app
         .llm
