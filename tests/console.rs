@@ -216,6 +216,7 @@ async fn console_sign_in_chat_autonomy_stage_mood_and_memory_in_chromium() {
     })
     .await;
     assert!(result.contains("web_access"), "{result}");
+    assert!(result.contains("https://tea.example/sencha"), "{result}");
     let time = browser
         .find("#activity-log li[data-kind=result] time")
         .await

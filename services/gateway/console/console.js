@@ -290,12 +290,14 @@ function describeActivity(frame) {
     case "started":
       return { capability: d.capability || "", title: "started", text: "" };
     case "result": {
-      const result = d.result || {};
-      return {
-        capability: result.capability_name || "",
-        title: "result: " + (result.result_status || "?"),
-        text: result.summary_text || "",
-      };
+      // Monitoring gets the facts only (never the summary or raw output): show the sources,
+      // the agent job, or else the payload itself, shortened.
+      const payload = d.result_payload || {};
+      let text = "";
+      if (Array.isArray(payload.source_urls) && payload.source_urls.length) text = payload.source_urls.join("\n");
+      else if (d.agent_job) text = "job " + JSON.stringify(d.agent_job);
+      else if (Object.keys(payload).length) text = JSON.stringify(payload).slice(0, 300);
+      return { capability: d.capability_name || "", title: "result: " + (d.result_status || "?"), text };
     }
     case "message_failed":
       return { capability: "", title: "message failed", text: d.error || "" };

@@ -187,9 +187,9 @@ impl Counted {
     fn record(&self) {
         match self {
             Counted::Decided(decision, capability) => {
-                metrics::autonomy_decided(*decision, capability)
+                metrics::autonomy_decided(decision, capability)
             }
-            Counted::Dropped(reason) => metrics::autonomy_dropped(*reason),
+            Counted::Dropped(reason) => metrics::autonomy_dropped(reason),
         }
     }
 }
