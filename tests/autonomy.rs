@@ -277,16 +277,7 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
     assert_eq!(console.of_type("message").len(), 1);
     assert_eq!(search.queries(), vec!["silent", "activity_only", "notify"]);
     // The history shows it as the persona's, with its display style (as the socket did).
-    let history: Value = app
-        .http
-        .get(format!("{}/api/sessions/console/messages", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = app.messages("console").await;
     let said = &history["messages"][0];
     assert_eq!(said["source"], "autonomy_message");
     assert_eq!(said["speaker"], "kuro");

@@ -128,6 +128,19 @@ impl TestApp {
             .to_owned()
     }
 
+    /// `GET /api/sessions/{session}/messages`: the conversation's JSON.
+    pub async fn messages(&self, session: &str) -> Value {
+        self.http
+            .get(format!("{}/api/sessions/{session}/messages", self.base_url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("messages")
+            .json()
+            .await
+            .expect("messages JSON")
+    }
+
     /// A chat turn; all SSE events until the stream closes.
     pub async fn chat(&self, session: &str, text: &str) -> Vec<SseEvent> {
         self.chat_within(session, text, Duration::from_secs(60))
