@@ -384,6 +384,31 @@ mod tests {
     }
 
     #[test]
+    fn autonomy_series_exist_at_zero_and_count_decisions_and_drops() {
+        register_autonomy();
+        let text = render();
+        assert!(
+            text.contains("# HELP ghost_autonomy_decisions_total"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ghost_autonomy_decisions_total{decision=\"skip\",capability=\"none\"}"),
+            "{text}"
+        );
+        autonomy_decided("do_action", "unit_test_capability");
+        autonomy_dropped("unit_test_reason");
+        let text = render();
+        assert!(
+            text.contains("ghost_autonomy_decisions_total{decision=\"do_action\",capability=\"unit_test_capability\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ghost_autonomy_dropped_total{reason=\"unit_test_reason\"} 1"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn histograms_render_as_histograms_with_the_latency_buckets() {
         install();
         llm_call("unit_test_role", None, Duration::from_millis(30));
