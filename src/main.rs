@@ -416,7 +416,8 @@ async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<(
     let mut stack = start_stack(config, &others).await?;
     stack.services.extend(model);
     if let (Some(listen), false) = (metrics_listen, others.contains(&ServiceName::Gateway)) {
-        let metrics = ghost::stack::serve_metrics(&listen).await?;
+        let metrics =
+            ghost::stack::serve_metrics(ghost::stack::metrics_address(&listen, services)?).await?;
         if let Some(addr) = metrics.addr {
             tracing::info!(%addr, "metrics listening");
             println!("ghost: metrics on http://{addr}/metrics");

@@ -56,6 +56,22 @@ impl ServiceName {
         }
     }
 
+    /// How far above `telemetry.metrics_listen`'s port this service's metrics listener sits,
+    /// so that `ghost run <service>` processes on one host never want the same port (the
+    /// gateway serves `/metrics` on its own HTTP port and needs none).
+    pub fn metrics_port_offset(self) -> u16 {
+        match self {
+            ServiceName::Gateway => 0,
+            ServiceName::Router => 1,
+            ServiceName::Worker => 2,
+            ServiceName::Persona => 3,
+            ServiceName::Mood => 4,
+            ServiceName::Coder => 5,
+            ServiceName::WritePlan => 6,
+            ServiceName::Model => 7,
+        }
+    }
+
     /// What `ghost up` runs: the embedded model first when the configuration asks for it,
     /// then every service of [`Self::ALL`], then the write-plan service (after each reply,
     /// off the reply's path; kept out of `ALL` so tests that script the worker model's
@@ -120,12 +136,36 @@ impl Stack {
     }
 }
 
+/// Where a process running `services` serves its metrics: `base` (`telemetry.metrics_listen`)
+/// with the port raised by the first service's [`ServiceName::metrics_port_offset`]. Port 0
+/// (any free port) stays 0.
+pub fn metrics_address(
+    base: &str,
+    services: &[ServiceName],
+) -> Result<std::net::SocketAddr, ServiceError> {
+    let mut addr: std::net::SocketAddr = base.parse().map_err(|_| {
+        ServiceError::Config(format!(
+            "telemetry.metrics_listen {base:?} is not an address like 127.0.0.1:9464"
+        ))
+    })?;
+    if addr.port() != 0 {
+        let offset = services.first().map_or(0, |s| s.metrics_port_offset());
+        let port = addr.port().checked_add(offset).ok_or_else(|| {
+            ServiceError::Config(format!(
+                "telemetry.metrics_listen {base}: port + {offset} (the service's offset) is above 65535"
+            ))
+        })?;
+        addr.set_port(port);
+    }
+    Ok(addr)
+}
+
 /// Serves this process's metrics (`GET /metrics`) on `listen`: what `ghost run <service>`
 /// opens when the process runs no gateway.
-pub async fn serve_metrics(listen: &str) -> Result<ServiceHandle, ServiceError> {
+pub async fn serve_metrics(listen: std::net::SocketAddr) -> Result<ServiceHandle, ServiceError> {
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
         ServiceError::Config(format!(
-            "telemetry.metrics_listen {listen}: {e} (set GHOST_TELEMETRY__METRICS_LISTEN to a free address, or null)"
+            "metrics listener {listen} (telemetry.metrics_listen + the service's offset): {e} (set GHOST_TELEMETRY__METRICS_LISTEN to another base address, or null)"
         ))
     })?;
     ghost_shared::metrics::install();
@@ -195,3 +235,35 @@ pub const PROJECTIONS: [&str; 4] = [
     ghost_mood::episodes::NAME,
     ghost_router::projections::RoutingProjection::NAME,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_service_gets_its_own_metrics_port_above_the_base() {
+        let port = |services: &[ServiceName]| {
+            metrics_address("127.0.0.1:9464", services)
+                .expect("address")
+                .port()
+        };
+        let mut ports: Vec<u16> = [ServiceName::WritePlan, ServiceName::Model]
+            .iter()
+            .chain(ServiceName::ALL.iter())
+            .map(|s| port(&[*s]))
+            .collect();
+        assert_eq!(port(&[ServiceName::Router]), 9465);
+        assert_eq!(port(&[ServiceName::Mood, ServiceName::Router]), 9468);
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 8, "two services share a port: {ports:?}");
+    }
+
+    #[test]
+    fn port_zero_stays_any_free_port_and_bad_bases_are_refused() {
+        let any = metrics_address("127.0.0.1:0", &[ServiceName::Worker]).expect("address");
+        assert_eq!(any.port(), 0);
+        assert!(metrics_address("127.0.0.1:65535", &[ServiceName::Worker]).is_err());
+        assert!(metrics_address("localhost", &[ServiceName::Worker]).is_err());
+    }
+}

@@ -22,7 +22,7 @@ use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::autonomy::{decision, tick};
+use support::autonomy::decision;
 use support::logs::capture;
 use support::{TestApp, TOKEN};
 
@@ -151,7 +151,7 @@ async fn a_web_access_tick_with_chat_delivery_is_said_by_the_persona() {
     );
     let said = "煎茶は70度くらいで一分がいいみたいだよ。";
     app.reply(Script::reply(said));
-    tick(&app).await;
+    app.tick().await;
 
     let message = eventually(WAIT, "the persona's message", || async {
         console.of_type("message").into_iter().next()
@@ -239,7 +239,7 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
                 "report",
             )),
         );
-        tick(&app).await;
+        app.tick().await;
         let n = if mode == "silent" { 1 } else { 2 };
         console.wait_for_activity("result", n).await;
     }
@@ -253,7 +253,7 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
         )),
     );
     app.reply(Script::reply("ちょっと調べものが進んだよ。"));
-    tick(&app).await;
+    app.tick().await;
     let message = eventually(WAIT, "the notify message", || async {
         console.of_type("message").into_iter().next()
     })
@@ -267,6 +267,12 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
     assert_eq!(count(&app, AutonomyMessageRendered::EVENT_TYPE).await, 1);
     assert_eq!(console.of_type("message").len(), 1);
     assert_eq!(search.queries(), vec!["silent", "activity_only", "notify"]);
+    // The history shows it as the persona's, with its display style (as the socket did).
+    let history = app.messages("console").await;
+    let said = &history["messages"][0];
+    assert_eq!(said["source"], "autonomy_message");
+    assert_eq!(said["speaker"], "kuro");
+    assert_eq!(said["display"], "notify");
     app.cleanup().await;
 }
 
@@ -298,7 +304,7 @@ async fn a_failed_render_says_nothing_and_never_shows_the_summary() {
         )),
     );
     app.reply(Script::failing(Failure::Status(500, "model down".into())));
-    tick(&app).await;
+    app.tick().await;
     console.wait_for_activity("message_failed", 1).await;
 
     let result = sqlx::query_scalar::<_, Value>(
@@ -374,7 +380,7 @@ async fn invalid_decisions_are_dropped_with_a_reason_and_nothing_runs() {
     ];
     for (i, (answer, reason)) in cases.iter().enumerate() {
         app.llm.push_for_model(WORKER_MODEL, Script::reply(answer));
-        tick(&app).await;
+        app.tick().await;
         console.wait_for_activity("dropped", i + 1).await;
         let dropped = console
             .of_type("activity")
@@ -416,51 +422,17 @@ async fn the_events_socket_needs_the_token() {
     app.cleanup().await;
 }
 
-/// Plants `persona`'s memory rows (what the memory projection would hold).
-async fn plant_memory(app: &TestApp, likes_tea: bool) {
-    let state = |id: &str, body: &str, topic: &str| {
-        format!(
-            "INSERT INTO memory_states VALUES ('kuro', '{id}', 'task', 'active', '{body}', \
-             '{{\"topic\": \"{topic}\"}}', 0.5, 0.5, NULL, NULL, 1, '{{}}', 'seen', gen_random_uuid(), 1)"
-        )
-    };
-    let tea = state(
-        "00000000-0000-0000-0000-00000000000a",
-        "find a new tea",
-        "tea",
-    );
-    let health = state(
-        "00000000-0000-0000-0000-00000000000b",
-        "ask how master slept",
-        "master_health",
-    );
-    let polarity = if likes_tea { "like" } else { "dislike" };
-    let preference = format!(
-        "INSERT INTO preferences VALUES ('kuro', 'topic', 'tea', '{polarity}', 'tea', 'confirmed', \
-         0.9, '{{}}', 'said so', gen_random_uuid(), 2)"
-    );
-    let targets = if likes_tea {
-        r#"[{"type": "topic", "value": "tea", "weight": 0.7}]"#
-    } else {
-        r#"[{"type": "person", "value": "master_health", "weight": 0.8}]"#
-    };
-    let interest = format!(
-        "INSERT INTO persona_interest_state VALUES ('kuro', '{targets}', 'support', '{{}}', 0, gen_random_uuid(), 3)"
-    );
-    support::execute_all(&app.store, &[&tea, &health, &preference, &interest]).await;
-}
-
 /// The deliberation request's input, after one tick answered with a skip.
 async fn deliberation_input(likes_tea: bool) -> Value {
     let search = FakeSearch::start().await.unwrap();
     let app = spawn(&search, None).await;
     let console = Console::connect(&app).await;
-    plant_memory(&app, likes_tea).await;
+    support::memory::plant(&app, likes_tea).await;
     app.llm.push_for_model(
         WORKER_MODEL,
         Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
     );
-    tick(&app).await;
+    app.tick().await;
     console.wait_for_activity("decided", 1).await;
     let request = app
         .llm

@@ -76,7 +76,7 @@ async fn tick(app: &ChannelApp, mode: &str, said: Option<&str>) {
     if let Some(said) = said {
         app.app.reply(Script::reply(said));
     }
-    support::autonomy::tick(&app.app).await;
+    app.app.tick().await;
 }
 
 /// The stored `AutonomyMessageRendered` events, oldest first.

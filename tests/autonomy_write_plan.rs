@@ -12,7 +12,7 @@ use ghost_shared::bus::EventHandler;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::autonomy::{decision, persona_events, tick};
+use support::autonomy::{decision, persona_events};
 use support::plans::{second_planner, write_plan};
 use support::{TestApp, NEUTRAL_AFFECT};
 
@@ -65,7 +65,7 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
     app.llm
         .push_for_model(WORKER_MODEL, Script::reply(&decision));
     app.reply(Script::reply(SAID));
-    tick(&app).await;
+    app.tick().await;
 
     eventually(Duration::from_secs(30), "the plan applied", || async {
         (persona_events(&app, "EventAnnotated").await >= 1).then_some(())

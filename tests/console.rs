@@ -1,7 +1,7 @@
 //! The web console in a real browser: headless Chromium driven over WebDriver
 //! (Debian's `chromium` and `chromium-driver`; deploy/test-tools.sh installs them) against
-//! a running Ghost with the fake model, at a phone's width. Screenshots of each view are
-//! kept in `target/console-screenshots/`.
+//! a running Ghost with the fake model and the fake search server, at a phone's width.
+//! Screenshots of each view are kept in `target/console-screenshots/`.
 
 mod support;
 
@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::Script;
-use serde_json::Value;
+use ghost_testkit::fake_search::{FakeHit, FakeSearch};
+use ghost_testkit::testing::WORKER_MODEL;
+use serde_json::{json, Value};
 use support::webdriver::{Browser, Driver};
 use support::{TestApp, TOKEN};
 
@@ -95,12 +97,47 @@ fn cast_on_the_fake(config: &mut ghost_shared::config::Config) {
     }
 }
 
+/// The gateway's `/metrics` sample of `metric` whose labels include every `labels` pair.
+async fn sample(app: &TestApp, metric: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let text = app
+        .http
+        .get(format!("{}/metrics", app.base_url))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
 #[tokio::test]
-async fn console_sign_in_chat_stage_and_mood_in_chromium() {
+async fn console_sign_in_chat_autonomy_stage_mood_and_memory_in_chromium() {
+    let search = FakeSearch::start().await.expect("fake search");
+    search.set_hits(vec![FakeHit {
+        title: "Sencha guide".into(),
+        url: "https://tea.example/sencha".into(),
+        content: "Steep sencha at 70 degrees for one minute.".into(),
+    }]);
+    let search_url = search.search_url();
     let app = TestApp::spawn_adjusted(
         &ServiceName::ALL,
-        &[("GHOST_STAGE__AUTO_LOOPS", "3")],
-        cast_on_the_fake,
+        &[
+            ("GHOST_STAGE__AUTO_LOOPS", "3"),
+            // Ticks only when the test asks.
+            ("GHOST_AUTONOMY__INTERVAL_SECS", "0"),
+        ],
+        move |config| {
+            cast_on_the_fake(config);
+            config.ghost.web.search_url = Some(search_url);
+        },
     )
     .await;
     let driver = Driver::start().await;
@@ -115,6 +152,103 @@ async fn console_sign_in_chat_stage_and_mood_in_chromium() {
     browser.fill("#signin-token", TOKEN).await;
     browser.click("#signin-submit").await;
     text_of(&browser, "#tabs", |t| t.contains("Chat")).await;
+
+    // Autonomy: a tick the model answers with a web search shown in the chat. The persona's
+    // message appears live in Chat as its utterance; decision, start and result in Activity.
+    browser.fill("#chat-session", "console").await;
+    browser.click("#chat-load").await;
+    text_of(&browser, "#events-status", |t| t.ends_with(": connected.")).await;
+    let decision = json!({
+        "decision": "do_action", "action_type": "web_research", "capability": "web_access",
+        "input": {"query": "sencha temperature"}, "reason": "マスターがお茶の話をしていた",
+        "console_delivery": {"mode": "chat", "message_kind": "report"}
+    });
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&decision.to_string()));
+    let said = "煎茶は70度くらいで一分がいいみたいだよ。";
+    app.reply(Script::reply(said));
+    let web_access = [("decision", "do_action"), ("capability", "web_access")];
+    let decisions = "ghost_autonomy_decisions_total";
+    assert_eq!(sample(&app, decisions, &web_access).await, Some(0.0));
+    app.tick().await;
+    let message = text_of(&browser, "#chat-log li.persona.autonomy", |t| !t.is_empty()).await;
+    assert_eq!(
+        message,
+        format!("kuro\n{said}"),
+        "said by the persona, under its name"
+    );
+    assert_eq!(search.queries(), vec!["sencha temperature".to_owned()]);
+    fits_the_screen(&browser, "chat (autonomous message)").await;
+    screenshot(&browser, "chat-autonomy").await;
+    assert_eq!(sample(&app, decisions, &web_access).await, Some(1.0));
+
+    // Activity: newest first, each entry with its kind, capability, reason or summary, time.
+    browser.click("#tabs button[data-view=activity]").await;
+    text_of(&browser, "#activity-log li[data-kind=decided]", |t| {
+        !t.is_empty()
+    })
+    .await;
+    let kinds = || async {
+        let mut kinds = Vec::new();
+        for li in browser.find_all("#activity-log li").await {
+            kinds.push(browser.attr(&li, "data-kind").await.unwrap_or_default());
+        }
+        kinds
+    };
+    let shown =
+        ghost_testkit::testing::eventually(PATIENCE, "decided, started, result", || async {
+            let k = kinds().await;
+            (k.len() == 3).then_some(k)
+        })
+        .await;
+    assert_eq!(shown, ["result", "started", "decided"], "newest first");
+    let decided = text_of(&browser, "#activity-log li[data-kind=decided]", |t| {
+        !t.is_empty()
+    })
+    .await;
+    assert!(decided.contains("web_access"), "{decided}");
+    assert!(
+        decided.contains("マスターがお茶の話をしていた"),
+        "{decided}"
+    );
+    let result = text_of(&browser, "#activity-log li[data-kind=result]", |t| {
+        !t.is_empty()
+    })
+    .await;
+    assert!(result.contains("web_access"), "{result}");
+    assert!(result.contains("https://tea.example/sencha"), "{result}");
+    let time = browser
+        .find("#activity-log li[data-kind=result] time")
+        .await
+        .expect("a time");
+    assert!(browser
+        .attr(&time, "datetime")
+        .await
+        .is_some_and(|t| !t.is_empty()));
+    // A broken decision is dropped, and shows first, with its reason.
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(r#"{"decision": "maybe"}"#));
+    app.tick().await;
+    let dropped = text_of(&browser, "#activity-log li:first-child", |t| {
+        t.contains("dropped")
+    })
+    .await;
+    assert!(dropped.contains("invalid_decision"), "{dropped}");
+    assert!(dropped.contains("must be do_action or skip"), "{dropped}");
+    let invalid = [("reason", "invalid_decision")];
+    assert_eq!(
+        sample(&app, "ghost_autonomy_dropped_total", &invalid).await,
+        Some(1.0)
+    );
+    assert_eq!(sample(&app, decisions, &web_access).await, Some(1.0));
+    fits_the_screen(&browser, "activity").await;
+    screenshot(&browser, "activity").await;
+
+    // The history has the autonomous message too, still the persona's utterance.
+    browser.click("#tabs button[data-view=chat]").await;
+    browser.refresh().await;
+    let again = text_of(&browser, "#chat-log li.persona.autonomy", |t| !t.is_empty()).await;
+    assert_eq!(again, message);
 
     // Chat: the reply arrives as streamed tokens, in Japanese, and stays in the history.
     app.reply(Script::chunks(vec![
@@ -148,6 +282,8 @@ async fn console_sign_in_chat_stage_and_mood_in_chromium() {
         history,
         ["こんにちは！元気？", "こんにちは、クロです。元気ですよ。"]
     );
+    // Replies and autonomous messages carry one sender name: the persona's.
+    assert_eq!(texts(&browser, "#chat-log li.persona .who").await, ["kuro"]);
 
     // Stage: three characters, each named, the turns in order.
     let say = |id: &str, text: &str| {
@@ -187,6 +323,7 @@ async fn console_sign_in_chat_stage_and_mood_in_chromium() {
     screenshot(&browser, "stage").await;
 
     // Mood: set an override, see it (and the API agrees), clear it again.
+    support::memory::plant(&app, true).await;
     browser.click("#tabs button[data-view=mood]").await;
     text_of(&browser, "#mood-summary", |t| t.contains("(computed)")).await;
     browser.click("#mood-label option[value=anger]").await;
@@ -207,6 +344,22 @@ async fn console_sign_in_chat_stage_and_mood_in_chromium() {
     text_of(&browser, "#mood-summary", |t| t.contains("(computed)")).await;
     let mood = mood_from_api(&app).await;
     assert_eq!(mood["overridden"], false);
+
+    // Memory, beside the mood: the planted preference, states and interest state.
+    let preferences = text_of(&browser, "#memory-preferences", |t| t.contains("tea")).await;
+    assert!(preferences.contains("like tea"), "{preferences}");
+    assert!(preferences.contains("confirmed"), "{preferences}");
+    let states = text_of(&browser, "#memory-states", |t| t.contains("tea")).await;
+    assert!(states.contains("find a new tea"), "{states}");
+    assert!(states.contains("ask how master slept"), "{states}");
+    let interest = text_of(&browser, "#memory-interest", |t| t.contains("mode")).await;
+    assert!(interest.contains("mode: support"), "{interest}");
+    assert!(interest.contains("topic: tea"), "{interest}");
+    browser
+        .execute("document.getElementById('memory').scrollIntoView(); return true;")
+        .await;
+    fits_the_screen(&browser, "memory").await;
+    screenshot(&browser, "memory").await;
 
     browser.close().await;
     drop(driver);

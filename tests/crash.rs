@@ -139,16 +139,7 @@ async fn a_redone_reply_is_announced_by_reset_and_its_tokens_add_up_to_done() {
     assert_eq!(after, "second try", "{events:?}");
 
     // Read your own writes: the conversation lists the reply as soon as `done` is sent.
-    let listed: serde_json::Value = app
-        .http
-        .get(format!("{}/api/sessions/c5/messages", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = app.messages("c5").await;
     let texts: Vec<&str> = listed["messages"]
         .as_array()
         .map(|m| m.iter().filter_map(|t| t["text"].as_str()).collect())

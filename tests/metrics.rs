@@ -234,11 +234,17 @@ fn compose_runs_every_service_and_prometheus_scrapes_each() {
         .filter_map(|t| t.as_str().map(str::to_owned))
         .collect();
     let services = compose["services"].as_mapping().expect("services");
-    for name in ServiceName::ALL.iter().map(|s| s.as_str()) {
-        let service = services
+    // Every service `ghost up` runs (the write-plan service too).
+    let every = ServiceName::ALL
+        .iter()
+        .copied()
+        .chain([ServiceName::WritePlan]);
+    for service in every {
+        let name = service.as_str();
+        let entry = services
             .get(name)
             .unwrap_or_else(|| panic!("docker-compose.yml has no service {name}"));
-        let command: Vec<&str> = service["command"]
+        let command: Vec<&str> = entry["command"]
             .as_sequence()
             .unwrap_or_else(|| panic!("{name}: no command"))
             .iter()
@@ -249,22 +255,27 @@ fn compose_runs_every_service_and_prometheus_scrapes_each() {
             ["run", name],
             "{name} does not run `ghost run {name}`"
         );
-        let port = if name == ServiceName::Gateway.as_str() {
-            "8080"
+        let env = &entry["environment"];
+        let port = if service == ServiceName::Gateway {
+            8080
         } else {
-            "9464"
+            let base = env["GHOST_TELEMETRY__METRICS_LISTEN"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name} sets no GHOST_TELEMETRY__METRICS_LISTEN"));
+            ghost::stack::metrics_address(base, &[service])
+                .expect("metrics address")
+                .port()
         };
         let target = format!("{name}:{port}");
         assert!(
             targets.contains(&target),
             "deploy/prometheus.yml does not scrape {target}: {targets:?}"
         );
-        if name != ServiceName::Gateway.as_str() {
-            let env = &service["environment"];
-            assert_eq!(
-                env["GHOST_TELEMETRY__METRICS_LISTEN"].as_str(),
-                Some("0.0.0.0:9464"),
-                "{name} does not open its metrics listener to Prometheus"
+        if service != ServiceName::Gateway {
+            let listen = env["GHOST_TELEMETRY__METRICS_LISTEN"].as_str();
+            assert!(
+                listen.is_some_and(|l| l.starts_with("0.0.0.0:")),
+                "{name} does not open its metrics listener to Prometheus: {listen:?}"
             );
         }
     }

@@ -62,6 +62,14 @@ pub const WEBHOOK_REJECTIONS: &str = "ghost_webhook_rejections_total";
 /// Stage turns, by outcome (`spoke`, `failed`).
 pub const STAGE_TURNS: &str = "ghost_stage_turns_total";
 
+/// Autonomy deliberations that produced a decision, by decision (`do_action`, `skip`) and
+/// capability (`none` for a skip).
+pub const AUTONOMY_DECISIONS: &str = "ghost_autonomy_decisions_total";
+
+/// Autonomy deliberations dropped without a decision, by reason (`invalid_decision`,
+/// `model_error`).
+pub const AUTONOMY_DROPPED: &str = "ghost_autonomy_dropped_total";
+
 /// Every channel a turn can come from (label values of the turn metrics).
 pub const CHANNELS: [&str; 3] = ["http", "line", "slack"];
 
@@ -168,6 +176,14 @@ fn describe_all() {
         "Webhook requests refused, by platform and reason."
     );
     describe_counter!(STAGE_TURNS, "Stage turns, by outcome (spoke, failed).");
+    describe_counter!(
+        AUTONOMY_DECISIONS,
+        "Autonomy decisions recorded, by decision (do_action, skip) and capability."
+    );
+    describe_counter!(
+        AUTONOMY_DROPPED,
+        "Autonomy deliberations dropped without a decision, by reason."
+    );
 }
 
 /// Registers the turn series of every channel at zero (the gateway and persona at start).
@@ -322,6 +338,35 @@ pub fn stage_turn(spoke: bool) {
     counter!(STAGE_TURNS, "outcome" => outcome).increment(1);
 }
 
+/// Registers the autonomy series at zero (when the worker's deliberation starts): every
+/// capability's `do_action`, the skip and every drop reason.
+pub fn register_autonomy() {
+    install();
+    for capability in crate::autonomy::decision::CAPABILITIES {
+        counter!(AUTONOMY_DECISIONS, "decision" => "do_action", "capability" => *capability)
+            .increment(0);
+    }
+    counter!(AUTONOMY_DECISIONS, "decision" => "skip", "capability" => "none").increment(0);
+    for reason in ["invalid_decision", "model_error"] {
+        counter!(AUTONOMY_DROPPED, "reason" => reason).increment(0);
+    }
+}
+
+/// A deliberation recorded `decision` (`do_action`, `skip`) for `capability` (empty: none).
+pub fn autonomy_decided(decision: &'static str, capability: &str) {
+    let capability = if capability.is_empty() {
+        "none".to_owned()
+    } else {
+        capability.to_owned()
+    };
+    counter!(AUTONOMY_DECISIONS, "decision" => decision, "capability" => capability).increment(1);
+}
+
+/// A deliberation was dropped for `reason` (`invalid_decision`, `model_error`).
+pub fn autonomy_dropped(reason: &'static str) {
+    counter!(AUTONOMY_DROPPED, "reason" => reason).increment(1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +379,31 @@ mod tests {
         assert!(text.contains("# HELP ghost_turns_started_total"), "{text}");
         assert!(
             text.contains("ghost_consumer_dead_letters_total{consumer=\"unit_test_consumer\"} 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn autonomy_series_exist_at_zero_and_count_decisions_and_drops() {
+        register_autonomy();
+        let text = render();
+        assert!(
+            text.contains("# HELP ghost_autonomy_decisions_total"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ghost_autonomy_decisions_total{decision=\"skip\",capability=\"none\"}"),
+            "{text}"
+        );
+        autonomy_decided("do_action", "unit_test_capability");
+        autonomy_dropped("unit_test_reason");
+        let text = render();
+        assert!(
+            text.contains("ghost_autonomy_decisions_total{decision=\"do_action\",capability=\"unit_test_capability\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ghost_autonomy_dropped_total{reason=\"unit_test_reason\"} 1"),
             "{text}"
         );
     }

@@ -1,10 +1,11 @@
-//! Autonomy test helpers: a scripted decision, a tick over the API, the persona's stream.
+//! Autonomy test helpers: a scripted decision, the persona's stream (a tick is
+//! [`TestApp::tick`]).
 
 use serde_json::{json, Value};
 
 use ghost_shared::events::persona_stream;
 
-use super::{TestApp, TOKEN};
+use super::TestApp;
 
 /// A `do_action` decision with `console_delivery` `{mode, message_kind: kind}`.
 pub fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> String {
@@ -15,20 +16,6 @@ pub fn decision(capability: &str, input: Value, mode: &str, kind: &str) -> Strin
         "console_delivery": {"mode": mode, "message_kind": kind}
     })
     .to_string()
-}
-
-/// `POST /api/autonomy/tick`; the tick's event id.
-pub async fn tick(app: &TestApp) -> String {
-    let response = app
-        .http
-        .post(format!("{}/api/autonomy/tick", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let body: Value = response.json().await.unwrap();
-    body["tick_event_id"].as_str().unwrap().to_owned()
 }
 
 /// How many events of `event_type` the persona `kuro`'s stream holds.

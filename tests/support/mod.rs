@@ -6,6 +6,7 @@
 pub mod autonomy;
 pub mod cli;
 pub mod logs;
+pub mod memory;
 pub mod plans;
 pub mod platforms;
 pub mod stage;
@@ -110,6 +111,36 @@ impl TestApp {
             req = req.bearer_auth(t);
         }
         req.send().await.expect("request")
+    }
+
+    /// `POST /api/autonomy/tick`, accepted; the tick's event id.
+    pub async fn tick(&self) -> String {
+        let response = self
+            .http
+            .post(format!("{}/api/autonomy/tick", self.base_url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("tick");
+        assert_eq!(response.status(), 202);
+        let body: Value = response.json().await.expect("tick JSON");
+        body["tick_event_id"]
+            .as_str()
+            .expect("tick_event_id")
+            .to_owned()
+    }
+
+    /// `GET /api/sessions/{session}/messages`: the conversation's JSON.
+    pub async fn messages(&self, session: &str) -> Value {
+        self.http
+            .get(format!("{}/api/sessions/{session}/messages", self.base_url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("messages")
+            .json()
+            .await
+            .expect("messages JSON")
     }
 
     /// A chat turn; all SSE events until the stream closes.

@@ -184,12 +184,25 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
-    /// Clears the field `css` matches and types `text` into it.
+    /// Clears the field `css` matches and types `text` into it (waiting, within a minute,
+    /// for the field to be shown: a view may still be switching).
     pub async fn fill(&self, css: &str, text: &str) {
-        let element = self.find(css).await.unwrap_or_else(|| panic!("no {css}"));
-        self.post(&format!("/element/{element}/clear"), json!({}))
-            .await
-            .unwrap_or_else(|e| panic!("clear {css}: {e}"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let element = loop {
+            let element = self.find(css).await.unwrap_or_else(|| panic!("no {css}"));
+            match self
+                .post(&format!("/element/{element}/clear"), json!({}))
+                .await
+            {
+                Ok(_) => break element,
+                Err(e)
+                    if e.contains("not interactable") && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("clear {css}: {e}"),
+            }
+        };
         self.post(
             &format!("/element/{element}/value"),
             json!({ "text": text }),

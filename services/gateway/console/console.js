@@ -1,9 +1,13 @@
-// Ghost console: sign in with the API token, then Chat (POST /api/chat, server-sent events),
-// Stage (GET /api/stage WebSocket) and Mood (/api/partner_mood). Plain browser JavaScript:
-// no build step. All text goes in with textContent, never as HTML.
+// Ghost console: sign in with the API token, then Chat (POST /api/chat, server-sent events,
+// and the persona's autonomous messages), Activity (both live over the GET /api/events
+// WebSocket), Stage (GET /api/stage WebSocket) and Mood & memory (/api/partner_mood,
+// /api/memory). Plain browser JavaScript: no build step. All text goes in with textContent,
+// never as HTML.
 "use strict";
 
-const state = { token: sessionStorage.getItem("ghost.token") || "", stage: null };
+const state = { token: sessionStorage.getItem("ghost.token") || "", stage: null, events: null };
+/** Most activity entries kept on the page (older ones drop off the end). */
+const ACTIVITY_LIMIT = 200;
 const $ = (id) => document.getElementById(id);
 
 // --- API -------------------------------------------------------------------------------
@@ -37,19 +41,37 @@ function show(view) {
   for (const tab of document.querySelectorAll("#tabs button[data-view]")) {
     tab.classList.toggle("active", tab.dataset.view === view);
   }
-  if (view === "mood") loadMood();
+  if (view === "mood") {
+    loadMood();
+    loadMemory();
+  }
 }
 
 function signedIn() {
   $("tabs").hidden = false;
   show("chat");
   loadHistory();
+  connectEvents();
+  learnPersona();
+}
+
+/** The chat persona's id: the sender name of its streamed replies (as in the history). */
+async function learnPersona() {
+  try {
+    const response = await api("GET", "/api/memory");
+    if (response.ok) state.persona = (await response.json()).persona;
+  } catch (_) { /* the replies are then signed "persona" */ }
 }
 
 function signOut(message) {
   state.token = "";
   sessionStorage.removeItem("ghost.token");
   if (state.stage) state.stage.close();
+  if (state.events) {
+    const ws = state.events;
+    state.events = null;
+    ws.close();
+  }
   $("tabs").hidden = true;
   show("signin");
   $("signin-error").textContent = message || "";
@@ -81,14 +103,16 @@ for (const tab of document.querySelectorAll("#tabs button[data-view]")) {
 function sessionId() {
   let id = $("chat-session").value.trim();
   if (!id) {
-    id = localStorage.getItem("ghost.session") || "console-" + Math.random().toString(36).slice(2, 10);
+    // "console" is where the persona's autonomous messages go by default
+    // (autonomy.session_id): the console's own conversation is that one.
+    id = localStorage.getItem("ghost.session") || "console";
     $("chat-session").value = id;
   }
   localStorage.setItem("ghost.session", id);
   return id;
 }
 
-/** One line of a log: `kind` is user, persona, notify or status. */
+/** One line of a log: `kind` is user, persona or status (plus autonomy, notify). */
 function line(log, kind, who, text) {
   const li = document.createElement("li");
   li.className = kind;
@@ -118,9 +142,24 @@ async function loadHistory() {
   const body = await response.json();
   $("chat-log").replaceChildren();
   for (const m of body.messages) {
-    if (m.role === "user") line($("chat-log"), "user", "you", m.text);
-    else line($("chat-log"), "persona", m.speaker, m.text);
+    if (m.role === "user") {
+      line($("chat-log"), "user", "you", m.text);
+    } else if (m.source === "autonomy_message") {
+      utterance(m.event_id, m.speaker, m.text, m.display);
+    } else {
+      const text = line($("chat-log"), "persona", m.speaker, m.text);
+      text.parentElement.dataset.eventId = m.event_id;
+    }
   }
+}
+
+/** An autonomous message: the persona's utterance like any reply; `notify` only looks
+ * different. Shown once, whether it came live or with the history. */
+function utterance(eventId, speaker, text, display) {
+  if (eventId && document.querySelector('#chat-log li[data-event-id="' + CSS.escape(eventId) + '"]')) return;
+  const kind = "persona autonomy" + (display === "notify" ? " notify" : "");
+  const body = line($("chat-log"), kind, speaker, text);
+  if (eventId) body.parentElement.dataset.eventId = eventId;
 }
 $("chat-load").addEventListener("click", loadHistory);
 
@@ -177,6 +216,7 @@ $("chat-form").addEventListener("submit", async (e) => {
         reply.parentElement.dataset.tokens = String(Number(reply.parentElement.dataset.tokens || 0) + 1);
       } else if (name === "done") {
         reply.textContent = payload.reply_text;
+        reply.parentElement.dataset.eventId = payload.event_id;
         reply.parentElement.classList.remove("streaming");
         reply.parentElement.classList.add("done");
       } else if (name === "error") {
@@ -184,7 +224,7 @@ $("chat-form").addEventListener("submit", async (e) => {
         $("chat-error").textContent = payload.code + ": " + payload.message;
       }
     });
-    reply.previousSibling.textContent = "persona";
+    reply.previousSibling.textContent = state.persona || "persona";
     if (!reply.parentElement.classList.contains("done") && !$("chat-error").textContent) {
       $("chat-error").textContent = "The reply stream ended early; Load shows what was stored.";
     }
@@ -193,6 +233,115 @@ $("chat-form").addEventListener("submit", async (e) => {
   } finally {
     $("chat-send").disabled = false;
   }
+});
+
+// --- Live events: autonomous messages and activity (GET /api/events) ---------------------
+function eventsStatus(text) {
+  $("events-status").textContent = "Live messages: " + text;
+}
+
+function connectEvents() {
+  if (state.events) return;
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  // Browsers cannot set headers on a WebSocket: the token rides in the query.
+  const ws = new WebSocket(scheme + "//" + location.host + "/api/events?token=" + encodeURIComponent(state.token));
+  state.events = ws;
+  eventsStatus("connecting…");
+  ws.onmessage = (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.type === "ready") {
+      eventsStatus("connected.");
+    } else if (frame.type === "message") {
+      if (frame.session_id === sessionId()) {
+        utterance(frame.event_id, frame.speaker, frame.text, frame.display);
+      } else {
+        line($("chat-log"), "status", "", frame.speaker + " said something in session " + frame.session_id + " (Load it to read).");
+      }
+    } else if (frame.type === "activity") {
+      activity(frame);
+    } else if (frame.type === "error") {
+      eventsStatus(frame.code + ": " + frame.message);
+    }
+  };
+  ws.onclose = () => {
+    if (state.events !== ws) return; // signed out: stay closed
+    state.events = null;
+    eventsStatus("disconnected; reconnecting…");
+    // Reconnect while signed in; what was said meanwhile is in the history (Load).
+    setTimeout(() => { if (state.token && !state.events) connectEvents(); }, 3000);
+  };
+}
+
+/** What an activity entry is about, in one line, and the capability it concerns. */
+function describeActivity(frame) {
+  const d = frame.detail || {};
+  switch (frame.kind) {
+    case "decided": {
+      const decision = d.decision || {};
+      const delivery = decision.console_delivery ? " → " + decision.console_delivery.mode : "";
+      return {
+        capability: decision.capability || "",
+        title: (decision.decision || "decided") + (decision.action_type ? " (" + decision.action_type + ")" : "") + delivery,
+        text: decision.reason || "",
+      };
+    }
+    case "dropped":
+      return { capability: "", title: "dropped: " + (d.reason || "?"), text: (d.errors || []).join("; ") };
+    case "started":
+      return { capability: d.capability || "", title: "started", text: "" };
+    case "result": {
+      // Monitoring gets the facts only (never the summary or raw output): show the sources,
+      // the agent job, or else the payload itself, shortened.
+      const payload = d.result_payload || {};
+      let text = "";
+      if (Array.isArray(payload.source_urls) && payload.source_urls.length) text = payload.source_urls.join("\n");
+      else if (d.agent_job) text = "job " + JSON.stringify(d.agent_job);
+      else if (Object.keys(payload).length) text = JSON.stringify(payload).slice(0, 300);
+      return { capability: d.capability_name || "", title: "result: " + (d.result_status || "?"), text };
+    }
+    case "message_failed":
+      return { capability: "", title: "message failed", text: d.error || "" };
+    default:
+      return { capability: "", title: frame.kind, text: JSON.stringify(d) };
+  }
+}
+
+function activity(frame) {
+  const about = describeActivity(frame);
+  const li = document.createElement("li");
+  li.className = "kind-" + frame.kind;
+  li.dataset.kind = frame.kind;
+  const head = document.createElement("div");
+  head.className = "head";
+  const kind = document.createElement("span");
+  kind.className = "kind";
+  kind.textContent = frame.kind;
+  const capability = document.createElement("span");
+  capability.className = "capability";
+  capability.textContent = about.capability;
+  const time = document.createElement("time");
+  const at = frame.recorded_at ? new Date(frame.recorded_at) : new Date();
+  time.dateTime = at.toISOString();
+  time.textContent = at.toLocaleTimeString();
+  head.append(kind, capability, time);
+  const title = document.createElement("div");
+  title.className = "title";
+  title.textContent = about.title;
+  li.append(head, title);
+  if (about.text) {
+    const text = document.createElement("div");
+    text.className = "text";
+    text.textContent = about.text;
+    li.appendChild(text);
+  }
+  const log = $("activity-log");
+  log.prepend(li);
+  while (log.children.length > ACTIVITY_LIMIT) log.lastElementChild.remove();
+  $("activity-empty").hidden = true;
+}
+$("activity-clear").addEventListener("click", () => {
+  $("activity-log").replaceChildren();
+  $("activity-empty").hidden = false;
 });
 
 // --- Stage -------------------------------------------------------------------------------
@@ -325,6 +474,61 @@ $("mood-form").addEventListener("submit", (e) => {
 $("mood-clear").addEventListener("click", () => {
   moodCall("DELETE").catch((err) => { $("mood-error").textContent = String(err); });
 });
+
+// --- Memory (read-only) -------------------------------------------------------------------
+function fact(list, main, detail) {
+  const li = document.createElement("li");
+  const text = document.createElement("span");
+  text.className = "text";
+  text.textContent = main;
+  const small = document.createElement("small");
+  small.textContent = detail;
+  li.append(text, small);
+  list.appendChild(li);
+}
+
+function showMemory(answer) {
+  const states = $("memory-states");
+  const preferences = $("memory-preferences");
+  const interest = $("memory-interest");
+  states.replaceChildren();
+  preferences.replaceChildren();
+  interest.replaceChildren();
+  for (const s of answer.states || []) {
+    const salience = s.salience == null ? "" : ", salience " + Number(s.salience).toFixed(2);
+    fact(states, s.body_text, s.kind + " · " + s.status + " · confidence " + Number(s.confidence).toFixed(2) + salience);
+  }
+  for (const p of answer.preferences || []) {
+    fact(preferences, p.polarity + " " + p.subject, p.domain + " · " + p.status + " · confidence " + Number(p.confidence).toFixed(2));
+  }
+  if (!states.children.length) fact(states, "none", "");
+  if (!preferences.children.length) fact(preferences, "none", "");
+  const i = answer.interest;
+  if (!i) {
+    interest.textContent = "none yet";
+    return;
+  }
+  const mode = document.createElement("p");
+  mode.id = "memory-mode";
+  mode.textContent = "mode: " + i.interaction_mode + " (updated " + new Date(i.updated_at * 1000).toLocaleString() + ")";
+  interest.appendChild(mode);
+  for (const t of i.attention_targets || []) meter(interest, t.type + ": " + t.value, t.weight);
+}
+
+async function loadMemory() {
+  $("memory-error").textContent = "";
+  try {
+    const response = await api("GET", "/api/memory" + moodQuery());
+    if (!response.ok) {
+      $("memory-error").textContent = await errorText(response);
+      return;
+    }
+    showMemory(await response.json());
+  } catch (err) {
+    $("memory-error").textContent = String(err);
+  }
+}
+$("mood-refresh").addEventListener("click", loadMemory);
 
 // --- Start ---------------------------------------------------------------------------------
 $("chat-session").value = localStorage.getItem("ghost.session") || "";

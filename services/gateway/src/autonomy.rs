@@ -104,6 +104,7 @@ fn activity_frame(a: Activity) -> Value {
         "persona": a.persona,
         "event_id": a.event_id,
         "detail": a.detail,
+        "recorded_at": a.recorded_at,
     })
 }
 

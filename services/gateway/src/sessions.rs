@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Value};
 
-use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projections::{AssistantTextProjection, AUTONOMY_SOURCE};
 
 use crate::error::ApiError;
 use crate::AppState;
@@ -23,8 +23,35 @@ pub async fn messages(
             "session id must be 1-200 characters of A-Z a-z 0-9 - _ . : @",
         ));
     }
-    let turns = AssistantTextProjection::recent(state.ctx.store().pool(), &session_id, 200)
+    let pool = state.ctx.store().pool();
+    let turns = AssistantTextProjection::recent(pool, &session_id, 200)
         .await
         .map_err(|e| ApiError::internal("cannot read the conversation", e))?;
-    Ok(Json(json!({ "session_id": session_id, "messages": turns })))
+    let autonomous: Vec<uuid::Uuid> = turns
+        .iter()
+        .filter(|t| t.source == AUTONOMY_SOURCE)
+        .map(|t| t.event_id)
+        .collect();
+    let displays = if autonomous.is_empty() {
+        Default::default()
+    } else {
+        AssistantTextProjection::autonomy_displays(pool, &autonomous)
+            .await
+            .map_err(|e| ApiError::internal("cannot read the conversation", e))?
+    };
+    // Autonomous messages carry their display style (`chat`, `notify`), as on /api/events.
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|t| {
+            let display = displays.get(&t.event_id).cloned();
+            let mut v = json!(t);
+            if let (Some(display), Some(o)) = (display, v.as_object_mut()) {
+                o.insert("display".into(), Value::String(display));
+            }
+            v
+        })
+        .collect();
+    Ok(Json(
+        json!({ "session_id": session_id, "messages": messages }),
+    ))
 }

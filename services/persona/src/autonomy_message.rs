@@ -156,6 +156,7 @@ impl MessageRenderer {
                         persona: recorded.persona.clone(),
                         event_id: e.event_id,
                         detail: e.payload.clone(),
+                        recorded_at: Some(e.recorded_at),
                     },
                 )
                 .await;

@@ -98,6 +98,7 @@ fn start_autonomy(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<()
         .characters
         .get(&persona)
         .ok_or_else(|| ServiceError::Config(format!("no character {persona}")))?;
+    ghost_shared::metrics::register_autonomy();
     let deliberator = Arc::new(autonomy::deliberate::Deliberator {
         ctx: ctx.clone(),
         llm: ctx.llm("worker")?,

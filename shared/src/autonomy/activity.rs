@@ -3,6 +3,7 @@
 //! `assistant_text`). Both are core NATS: publishing is the moment a message is said, no
 //! acknowledgement is awaited, and activity is never conversation history.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -31,6 +32,9 @@ pub struct Activity {
     pub event_id: Uuid,
     /// The event's payload.
     pub detail: Value,
+    /// When the event was recorded (absent from publishers that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<DateTime<Utc>>,
 }
 
 /// One persona utterance as consoles receive it.

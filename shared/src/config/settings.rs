@@ -217,8 +217,9 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
     /// Logs as JSON lines instead of text.
     pub json_logs: bool,
-    /// Where `ghost run <service>` serves Prometheus metrics (`GET /metrics`) when the
-    /// process runs no gateway (the gateway serves `/metrics` itself); none = no listener.
+    /// The base address of `ghost run <service>`'s Prometheus metrics (`GET /metrics`) when
+    /// the process runs no gateway (the gateway serves `/metrics` itself): the port is raised
+    /// by the service's offset (`ServiceName::metrics_port_offset`); none = no listener.
     pub metrics_listen: Option<String>,
 }
 

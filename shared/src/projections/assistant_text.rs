@@ -85,6 +85,26 @@ impl AssistantTextProjection {
         Ok(())
     }
 
+    /// The display style (`chat`, `notify`) of each autonomy message among `event_ids`, from
+    /// its `AutonomyMessageRendered` event (the row keeps only what was said).
+    pub async fn autonomy_displays<'e>(
+        executor: impl PgExecutor<'e>,
+        event_ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, String>, sqlx::Error> {
+        let rows: Vec<(Uuid, Option<String>)> = sqlx::query_as(
+            "SELECT event_id, payload->'delivery'->>'mode' FROM events \
+             WHERE event_id = ANY($1) AND event_type = $2",
+        )
+        .bind(event_ids)
+        .bind(AutonomyMessageRendered::EVENT_TYPE)
+        .fetch_all(executor)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, mode)| Some((id, mode?)))
+            .collect())
+    }
+
     /// Every row, in a stable order (for comparisons and exports).
     pub async fn all<'e>(
         executor: impl PgExecutor<'e>,

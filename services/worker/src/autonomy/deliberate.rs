@@ -5,7 +5,9 @@
 use serde_json::json;
 use tracing::warn;
 
-use ghost_shared::autonomy::decision::{parse_decision, CAPABILITIES};
+use ghost_shared::autonomy::decision::{
+    parse_decision, ActionDecision, DecisionKind, CAPABILITIES,
+};
 use ghost_shared::autonomy::events::{
     steps, ActionDecided, ActionDropped, AutonomyTickRequested, DropReason,
 };
@@ -13,6 +15,7 @@ use ghost_shared::autonomy::persona::PersonaFields;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::ServiceContext;
@@ -109,6 +112,7 @@ impl EventHandler for Deliberator {
             }
             Err(e) => Err((DropReason::ModelError, vec![e.to_string()])),
         };
+        let counted = Counted::of(&outcome);
         let (new, kind) = match outcome {
             Ok(decision) => (
                 NewEvent::caused_by(
@@ -149,11 +153,44 @@ impl EventHandler for Deliberator {
             .await
             .map_err(HandlerError::transient)?;
         if !appended.duplicate {
+            counted.record();
             for e in &appended.events {
                 super::report(&self.ctx, kind, &tick.persona, e).await;
             }
         }
         Ok(())
+    }
+}
+
+/// What the decisions metric counts of one deliberation (taken before the outcome is
+/// consumed, counted once the event is stored for the first time).
+enum Counted {
+    Decided(&'static str, String),
+    Dropped(&'static str),
+}
+
+impl Counted {
+    fn of(outcome: &Result<ActionDecision, (DropReason, Vec<String>)>) -> Self {
+        match outcome {
+            Ok(d) => Counted::Decided(
+                match d.decision {
+                    DecisionKind::DoAction => "do_action",
+                    DecisionKind::Skip => "skip",
+                },
+                d.capability.clone(),
+            ),
+            Err((DropReason::InvalidDecision, _)) => Counted::Dropped("invalid_decision"),
+            Err((DropReason::ModelError, _)) => Counted::Dropped("model_error"),
+        }
+    }
+
+    fn record(&self) {
+        match self {
+            Counted::Decided(decision, capability) => {
+                metrics::autonomy_decided(decision, capability)
+            }
+            Counted::Dropped(reason) => metrics::autonomy_dropped(reason),
+        }
     }
 }
 

@@ -40,6 +40,7 @@ pub(crate) async fn report_detail(
             persona: persona.into(),
             event_id: event.event_id,
             detail,
+            recorded_at: Some(event.recorded_at),
         },
     )
     .await;
