@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use tracing::{info, warn};
+use tracing::{info, info_span, warn, Instrument};
 use uuid::Uuid;
 
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
@@ -177,7 +177,10 @@ impl Renderer {
             }
         }
         let skip = history.len().saturating_sub(history_turns);
-        let mood = self.current_mood().await;
+        let mood = self
+            .current_mood()
+            .instrument(info_span!("mood_request"))
+            .await;
         let system = format!(
             "{}\n\n{}\n\n{}",
             self.system_prompt,
@@ -418,6 +421,7 @@ impl EventHandler for Renderer {
         let prefix = routing_notes::declaration_prefix(&request);
         let generated = self
             .generate(&turn, &messages, prefix.clone())
+            .instrument(info_span!("model_call"))
             .await
             .and_then(|g| {
                 // Only an affect trailer and no words is no reply at all.
