@@ -200,7 +200,7 @@ impl Renderer {
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());
         let mut user = ChatMessage::user(user);
-        if let Some(image) = self.image_of(request).await? {
+        if let Some(image) = self.image_of(request, &tail).await? {
             user = user.with_image(image);
         }
         messages.push(user);
@@ -235,13 +235,22 @@ impl Renderer {
 
     /// The image the user sent with this message, if any (LINE images), read from the
     /// media store at request time (whichever machine the gateway that stored it runs on).
-    async fn image_of(&self, request: &RenderRequested) -> Result<Option<ImagePart>, HandlerError> {
-        let user = self
-            .ctx
-            .store()
-            .get(request.user_event_id)
-            .await
-            .map_err(HandlerError::transient)?;
+    /// The user's message is usually in `tail` (read for the history); only an older one is
+    /// read again.
+    async fn image_of(
+        &self,
+        request: &RenderRequested,
+        tail: &[RecordedEvent],
+    ) -> Result<Option<ImagePart>, HandlerError> {
+        let user = match tail.iter().find(|e| e.event_id == request.user_event_id) {
+            Some(e) => Some(e.clone()),
+            None => self
+                .ctx
+                .store()
+                .get(request.user_event_id)
+                .await
+                .map_err(HandlerError::transient)?,
+        };
         let Some(image) = user
             .and_then(|e| e.decode::<UserMessageReceived>().ok())
             .and_then(|m| m.image)
@@ -378,14 +387,20 @@ impl EventHandler for Renderer {
 
         // A redelivery after the outcome was stored (or a turn closed by the watchdog): say
         // it again, write nothing.
-        let done = match self.ctx.turn_outcome(turn).await? {
-            Some(done) => Some(done),
-            None => {
-                self.ctx
-                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED, STEP_PROPOSED])
-                    .await?
-            }
-        };
+        // One query: the turn's outcome first, then this request's own outcomes under the
+        // older per-step ids.
+        let mut ids = vec![ghost_shared::ids::turn_outcome_id(turn)];
+        ids.extend(
+            [STEP_REPLIED, STEP_FAILED, STEP_PROPOSED]
+                .iter()
+                .map(|step| ghost_shared::ids::derive_event_id(event.event_id, step)),
+        );
+        let done = self
+            .ctx
+            .store()
+            .get_first_of(&ids)
+            .await
+            .map_err(HandlerError::transient)?;
         if let Some(done) = done {
             if done.is::<PersonaProposed>() {
                 info!(event_id = %done.event_id, "proposal already made; the router decides");
