@@ -140,12 +140,21 @@ impl Renderer {
     }
 
     /// The turn's metrics: ended with a reply or `failure_code`, timed from the user's
-    /// message as stored.
-    async fn record_turn_end(&self, request: &RenderRequested, failure_code: Option<&str>) {
-        let took = match self.ctx.store().get_any(&[request.user_event_id]).await {
-            Ok(Some(user)) => (chrono::Utc::now() - user.recorded_at).to_std().ok(),
-            _ => None,
+    /// message as stored (`user_at` when the history read already had it).
+    async fn record_turn_end(
+        &self,
+        request: &RenderRequested,
+        failure_code: Option<&str>,
+        user_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) {
+        let user_at = match user_at {
+            Some(at) => Some(at),
+            None => match self.ctx.store().get_any(&[request.user_event_id]).await {
+                Ok(Some(user)) => Some(user.recorded_at),
+                _ => None,
+            },
         };
+        let took = user_at.and_then(|at| (chrono::Utc::now() - at).to_std().ok());
         ghost_shared::metrics::turn_ended(request.channel.as_str(), failure_code, took);
     }
 
@@ -154,7 +163,7 @@ impl Renderer {
         &self,
         request: &RenderRequested,
         cause: &RecordedEvent,
-    ) -> Result<Vec<ChatMessage>, HandlerError> {
+    ) -> Result<(Vec<ChatMessage>, Option<chrono::DateTime<chrono::Utc>>), HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
         let tail = self
             .ctx
@@ -204,7 +213,11 @@ impl Renderer {
             user = user.with_image(image);
         }
         messages.push(user);
-        Ok(messages)
+        let user_at = tail
+            .iter()
+            .find(|e| e.event_id == request.user_event_id)
+            .map(|e| e.recorded_at);
+        Ok((messages, user_at))
     }
 
     /// What the persona recalls for this request (the memory pack for the prompt), recorded
@@ -431,7 +444,7 @@ impl EventHandler for Renderer {
             return Ok(());
         }
 
-        let messages = self.messages(&request, &event).await?;
+        let (messages, user_at) = self.messages(&request, &event).await?;
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
         let generated = self
@@ -515,7 +528,7 @@ impl EventHandler for Renderer {
         }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.
-            self.record_turn_end(&request, failure_code).await;
+            self.record_turn_end(&request, failure_code, user_at).await;
         }
         self.publish(&turn, &message).await;
         Ok(())
