@@ -21,7 +21,7 @@ use crate::stack::{start_stack, ServiceName, Stack};
 /// Where the services run.
 enum Services {
     /// In this process.
-    Here(Stack),
+    Here(Box<Stack>),
     /// As `ghost run <service>` children.
     Children(Arc<Children>),
 }
@@ -176,7 +176,7 @@ async fn drive(env: &TestEnv, args: &LoadArgs, listen: &str, run_id: &str) -> Re
     } else {
         let stack = start_stack(env.config.clone(), &ServiceName::ALL).await?;
         let addr = stack.gateway_addr().context("no gateway")?.to_string();
-        (Services::Here(stack), addr)
+        (Services::Here(Box::new(stack)), addr)
     };
     let result = turns(env, args, &client, &addr, run_id).await;
     services.stop().await;
