@@ -217,6 +217,63 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
     app.cleanup().await;
 }
 
+/// The service keeps each window in memory after the first answer: episodes projected later
+/// must still count in the next answer.
+#[tokio::test]
+async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
+    let app = TestApp::spawn_services(&[ServiceName::Mood], &[]).await;
+    let cases = fixture()["cases"].as_array().unwrap().clone();
+    let case = cases
+        .iter()
+        .max_by_key(|c| c["episodes"].as_array().unwrap().len())
+        .unwrap();
+    let persona = "catchup";
+    let events: Vec<NewEvent> = case["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| reflected(persona, e["at"].as_f64().unwrap(), affect_of(e)))
+        .collect();
+    assert!(events.len() >= 2, "the fixture needs a case with two episodes");
+    let query = MoodQuery {
+        persona: persona.into(),
+        now: case["now"].as_f64(),
+    };
+    let ask = || async {
+        let answer = mood_api::request(
+            app.stack.ctx.bus(),
+            mood_api::GET_SUBJECT,
+            &query,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        serde_json::to_value(answer.state).unwrap()
+    };
+    let half = events.len() / 2;
+    let mut first = None;
+    for (part, upto) in [(&events[..half], half), (&events[half..], events.len())] {
+        app.stack
+            .ctx
+            .log
+            .append(&persona_stream(persona), ExpectedVersion::Any, part)
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(30), "episodes projected", || async {
+            (episode_count(&app.store, persona).await == upto as i64).then_some(())
+        })
+        .await;
+        if first.is_none() {
+            first = Some(ask().await);
+        }
+    }
+    let later = ask().await;
+    // The later episodes change the mood, so an answer from the first window alone fails.
+    assert_ne!(first, Some(later.clone()), "the later episode changes the mood");
+    assert_mood(&later, &case["expect"], "after the later episodes");
+    app.cleanup().await;
+}
+
 const REPLY: &str = "今日はいい天気だね。散歩に行こうか？";
 const AFFECT_JSON: &str = r#"{"reflection_text":"a nice chat","partner_affect_label":"joy","partner_affect_intensity":0.6,"salience":0.4,"confidence":0.8,"topic_tags":["weather"]}"#;
 
