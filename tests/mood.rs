@@ -234,7 +234,10 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
         .iter()
         .map(|e| reflected(persona, e["at"].as_f64().unwrap(), affect_of(e)))
         .collect();
-    assert!(events.len() >= 2, "the fixture needs a case with two episodes");
+    assert!(
+        events.len() >= 2,
+        "the fixture needs a case with two episodes"
+    );
     let query = MoodQuery {
         persona: persona.into(),
         now: case["now"].as_f64(),
@@ -269,7 +272,11 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
     }
     let later = ask().await;
     // The later episodes change the mood, so an answer from the first window alone fails.
-    assert_ne!(first, Some(later.clone()), "the later episode changes the mood");
+    assert_ne!(
+        first,
+        Some(later.clone()),
+        "the later episode changes the mood"
+    );
     assert_mood(&later, &case["expect"], "after the later episodes");
     app.cleanup().await;
 }
