@@ -124,6 +124,22 @@ async fn episode_count(store: &EventStore, persona: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// The mood service's answer for `persona` at `now`.
+async fn ask_mood(app: &TestApp, persona: &str, now: Option<f64>) -> MoodAnswer {
+    let query = MoodQuery {
+        persona: persona.into(),
+        now,
+    };
+    mood_api::request(
+        app.stack.ctx.bus(),
+        mood_api::GET_SUBJECT,
+        &query,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap()
+}
+
 async fn mood_rows(
     store: &EventStore,
 ) -> (Vec<(String, i32, Uuid)>, Vec<(String, i64, f64, String)>) {
@@ -167,18 +183,7 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
             (episode_count(&app.store, &persona).await == expected_window).then_some(())
         })
         .await;
-        let query = MoodQuery {
-            persona: persona.clone(),
-            now: case["now"].as_f64(),
-        };
-        let answer = mood_api::request(
-            app.stack.ctx.bus(),
-            mood_api::GET_SUBJECT,
-            &query,
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
+        let answer = ask_mood(&app, &persona, case["now"].as_f64()).await;
         assert!(!answer.overridden);
         assert_mood(
             &serde_json::to_value(answer.state).unwrap(),
@@ -238,19 +243,8 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
         events.len() >= 2,
         "the fixture needs a case with two episodes"
     );
-    let query = MoodQuery {
-        persona: persona.into(),
-        now: case["now"].as_f64(),
-    };
     let ask = || async {
-        let answer = mood_api::request(
-            app.stack.ctx.bus(),
-            mood_api::GET_SUBJECT,
-            &query,
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
+        let answer = ask_mood(&app, persona, case["now"].as_f64()).await;
         serde_json::to_value(answer.state).unwrap()
     };
     let half = events.len() / 2;
