@@ -224,8 +224,8 @@ async fn process(
         }
     };
     // The ack and what follows belong to the handling span too. Instrumented, not entered:
-    // a guard held across an await can be dropped on another thread, and the registry then
-    // never closes the span (it leaked, and never ended in a trace).
+    // a guard held across an await puts whatever else runs on this thread meanwhile inside
+    // the span, and may be dropped on another thread than the one that entered it.
     let finish = async {
         let outcome = match &result {
             Ok(()) => "ok",
