@@ -9,7 +9,6 @@
 //! `request_id`), as the platforms and a careful client do.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -19,9 +18,10 @@ use clap::Args;
 use futures::TryStreamExt;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
-use ghost_testkit::testing::{repo_config_dir, TestEnv};
+use ghost_testkit::testing::TestEnv;
 use serde::Serialize;
-use tokio::sync::Mutex;
+
+use crate::children::{free_loopback_addr, wait_ready, Children};
 
 /// Options of `ghost chaos`.
 #[derive(Debug, Clone, Args)]
@@ -144,10 +144,7 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
     )));
     let line = FakeLine::start().await.context("fake LINE")?;
     let slack = FakeSlack::start().await.context("fake Slack")?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = free_loopback_addr()?;
     let (lb, sb) = (line.base_url(), slack.base_url());
     let env = TestEnv::new(
         &llm.base_url(),
@@ -169,7 +166,7 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
         ],
     )
     .await;
-    let children = Children::start(&env);
+    let children = Children::start(&env, &SERVICES);
     let result = drive(&env, &args, &line, &slack, &listen, &children).await;
     children.kill_all().await;
     env.cleanup().await;
@@ -185,64 +182,6 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The `ghost run <service>` children.
-struct Children {
-    procs: Mutex<HashMap<&'static str, tokio::process::Child>>,
-    vars: Vec<(String, String)>,
-}
-
-impl Children {
-    fn start(env: &TestEnv) -> Arc<Children> {
-        let mut procs = HashMap::new();
-        let children = Children {
-            procs: Mutex::new(HashMap::new()),
-            vars: env.vars.clone(),
-        };
-        for name in SERVICES {
-            if let Ok(child) = children.spawn(name) {
-                procs.insert(name, child);
-            }
-        }
-        children.procs.try_lock().expect("fresh lock").extend(procs);
-        Arc::new(children)
-    }
-
-    fn spawn(&self, service: &str) -> Result<tokio::process::Child> {
-        let mut cmd = tokio::process::Command::new(std::env::current_exe()?);
-        cmd.arg("run").arg(service).env_clear();
-        for key in ["PATH", "HOME"] {
-            if let Ok(v) = std::env::var(key) {
-                cmd.env(key, v);
-            }
-        }
-        cmd.env("RUST_LOG", "error")
-            .env("GHOST_CONFIG_DIR", repo_config_dir())
-            .envs(self.vars.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .kill_on_drop(true);
-        cmd.spawn()
-            .with_context(|| format!("start ghost run {service}"))
-    }
-
-    /// SIGKILLs `service` and starts it again after `pause`.
-    async fn kill_and_restart(&self, service: &'static str, pause: Duration) -> Result<()> {
-        let mut procs = self.procs.lock().await;
-        if let Some(mut child) = procs.remove(service) {
-            child.kill().await.ok(); // SIGKILL, then reaped
-        }
-        tokio::time::sleep(pause).await;
-        procs.insert(service, self.spawn(service)?);
-        Ok(())
-    }
-
-    async fn kill_all(&self) {
-        for (_, mut child) in self.procs.lock().await.drain() {
-            child.kill().await.ok();
-        }
-    }
 }
 
 /// One message of the run and what became of it.
@@ -647,18 +586,6 @@ async fn idle(
         Some(())
     };
     check.await.is_some()
-}
-
-async fn wait_ready(client: &reqwest::Client, base: &str) -> Result<()> {
-    for _ in 0..600 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await {
-            if r.status().is_success() {
-                return Ok(());
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("the gateway at {base} did not come up")
 }
 
 fn print_report(report: &ChaosReport, args: &ChaosArgs) -> Result<()> {

@@ -3,6 +3,7 @@
 //!
 //! - [`stack`]: start any set of services with their shared connections;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
+//! - [`budget`]: `ghost load --budget`, where a turn's time goes, hop by hop;
 //! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
 //! - [`memory_probe`]: `ghost write-plan apply` (a write plan on a given memory) and
 //!   `ghost recall plan` (a message's RetrievalPlan);
@@ -10,6 +11,7 @@
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
 //! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
+//! - [`children`]: services as `ghost run <service>` child processes (chaos, `--processes`);
 //! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
 //! - [`route_report`]: `ghost route-report`, the routes users corrected.
@@ -17,7 +19,9 @@
 //! The load commands run the real services against the fakes of `ghost-testkit`.
 
 pub mod autonomy_load;
+pub mod budget;
 pub mod chaos;
+pub mod children;
 pub mod doctor;
 pub mod load;
 pub mod memory_bench;

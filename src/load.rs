@@ -1,6 +1,9 @@
 //! `ghost load`: drives N chat turns through the whole pipeline (gateway → router →
 //! persona → store → SSE) against a zero-delay fake model, and reports throughput and
-//! latency. It creates its own database and NATS stream and removes them afterwards.
+//! latency. It creates its own database and NATS stream and removes them afterwards. The
+//! services run in this process, or with `--processes` each as its own `ghost run
+//! <service>` child (as deployed); `--budget` prints where a turn's time goes
+//! ([`crate::budget`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,7 +14,26 @@ use clap::Args;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::testing::TestEnv;
 
-use crate::stack::{start_stack, ServiceName};
+use crate::budget::{ClientTurn, SpanClock};
+use crate::children::{free_loopback_addr, wait_ready, Children};
+use crate::stack::{start_stack, ServiceName, Stack};
+
+/// Where the services run.
+enum Services {
+    /// In this process.
+    Here(Box<Stack>),
+    /// As `ghost run <service>` children.
+    Children(Arc<Children>),
+}
+
+impl Services {
+    async fn stop(self) {
+        match self {
+            Services::Here(stack) => stack.abort(),
+            Services::Children(children) => children.kill_all().await,
+        }
+    }
+}
 
 /// The affect trailer the fake persona model appends to every reply.
 const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
@@ -31,6 +53,14 @@ pub struct LoadArgs {
     /// Reply the fake model streams (split into word tokens).
     #[arg(long, default_value = "Hello! Nice to hear from you again today.")]
     pub reply: String,
+    /// Every service its own `ghost run <service>` process (as deployed), not all in this
+    /// one.
+    #[arg(long)]
+    pub processes: bool,
+    /// Also print the latency budget: each hop of a turn (from the client's times, the
+    /// events' insert times and, in one process, the services' spans) with p50 and p90.
+    #[arg(long)]
+    pub budget: bool,
 }
 
 /// Latency summary of a run.
@@ -42,6 +72,8 @@ pub struct LoadReport {
     pub elapsed: Duration,
     /// Per-turn latencies, sorted.
     pub latencies: Vec<Duration>,
+    /// What the client saw of each measured turn.
+    pub clients: Vec<ClientTurn>,
 }
 
 impl LoadReport {
@@ -69,23 +101,53 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         "{}\n{marker}\n{AFFECT}",
         args.reply
     )));
+    let clock = SpanClock::default();
+    if args.budget && !args.processes && !clock.install() {
+        bail!("--budget: a tracing subscriber is installed already");
+    }
+    // In processes mode the gateway child listens where the load generator expects it.
+    let listen = if args.processes {
+        free_loopback_addr()?
+    } else {
+        "127.0.0.1:0".to_owned()
+    };
     let env = TestEnv::new(
         &llm.base_url(),
         &[
             ("GHOST_BUS__STORAGE", "file"),
             ("GHOST_BUS__ACK_WAIT_SECS", "30"),
             ("GHOST_DATABASE__MAX_CONNECTIONS", "32"),
+            ("GHOST_GATEWAY__LISTEN", &listen),
         ],
     )
     .await;
-    let result = drive(&env, &args).await;
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let result = drive(&env, &args, &listen, &run_id).await;
+    let budget = match (&result, args.budget) {
+        (Ok(report), true) => {
+            let store = env.store().await;
+            let events = crate::budget::stored_events(
+                store.pool(),
+                &ghost_shared::envelope::session_stream(&format!("load-{run_id}-")),
+            )
+            .await;
+            let spans = clock.spans();
+            Some(events.map(|e| crate::budget::budget(&report.clients, &e, &spans)))
+        }
+        _ => None,
+    };
     env.cleanup().await;
     let report = result?;
     println!(
-        "ghost load: {} turns, {} concurrent sessions, {:.2} s",
+        "ghost load: {} turns, {} concurrent sessions, {:.2} s, services {}",
         report.turns,
         args.concurrency,
-        report.elapsed.as_secs_f64()
+        report.elapsed.as_secs_f64(),
+        if args.processes {
+            "each in its own process"
+        } else {
+            "all in this process"
+        }
     );
     println!("  throughput: {:.0} turns/s", report.throughput());
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -96,12 +158,38 @@ pub async fn run(args: LoadArgs) -> Result<()> {
         ms(report.quantile(0.99)),
         ms(report.quantile(1.0))
     );
+    if let Some(budget) = budget {
+        crate::budget::print(&budget.context("reading the turns' events")?);
+    }
     Ok(())
 }
 
-async fn drive(env: &TestEnv, args: &LoadArgs) -> Result<LoadReport> {
-    let stack = start_stack(env.config.clone(), &ServiceName::ALL).await?;
-    let addr = stack.gateway_addr().context("no gateway")?;
+async fn drive(env: &TestEnv, args: &LoadArgs, listen: &str, run_id: &str) -> Result<LoadReport> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
+    let (services, addr) = if args.processes {
+        let names = ServiceName::ALL.map(ServiceName::as_str);
+        let children = Children::start(env, &names);
+        wait_ready(&client, &format!("http://{listen}")).await?;
+        (Services::Children(children), listen.to_owned())
+    } else {
+        let stack = start_stack(env.config.clone(), &ServiceName::ALL).await?;
+        let addr = stack.gateway_addr().context("no gateway")?.to_string();
+        (Services::Here(Box::new(stack)), addr)
+    };
+    let result = turns(env, args, &client, &addr, run_id).await;
+    services.stop().await;
+    result
+}
+
+async fn turns(
+    env: &TestEnv,
+    args: &LoadArgs,
+    client: &reqwest::Client,
+    addr: &str,
+    run_id: &str,
+) -> Result<LoadReport> {
     let url = format!("http://{addr}/api/chat");
     let token = env
         .config
@@ -111,11 +199,6 @@ async fn drive(env: &TestEnv, args: &LoadArgs) -> Result<LoadReport> {
         .context("no api token")?
         .expose()
         .to_owned();
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.concurrency)
-        .build()?;
-    let run_id = uuid::Uuid::new_v4().simple().to_string();
-
     let phase = |turns: usize, tag: &'static str| {
         let next = Arc::new(AtomicUsize::new(0));
         let workers: Vec<_> = (0..args.concurrency.max(1))
@@ -125,12 +208,14 @@ async fn drive(env: &TestEnv, args: &LoadArgs) -> Result<LoadReport> {
                 let session = format!("{tag}-{run_id}-{w}");
                 tokio::spawn(async move {
                     let mut latencies = Vec::new();
+                    let mut clients = Vec::new();
                     while next.fetch_add(1, Ordering::Relaxed) < turns {
                         let body =
                             serde_json::json!({ "session_id": session, "text": "hello there" })
                                 .to_string();
                         let start = Instant::now();
-                        let response = client
+                        let sent = chrono::Utc::now();
+                        let mut response = client
                             .post(&url)
                             .bearer_auth(&token)
                             .header("content-type", "application/json")
@@ -138,7 +223,18 @@ async fn drive(env: &TestEnv, args: &LoadArgs) -> Result<LoadReport> {
                             .send()
                             .await?;
                         let status = response.status();
-                        let text = response.text().await?;
+                        let mut body = Vec::new();
+                        let mut first_token = None;
+                        while let Some(chunk) = response.chunk().await? {
+                            if first_token.is_none()
+                                && chunk.windows(12).any(|w| w == b"event: token")
+                            {
+                                first_token = Some(chrono::Utc::now());
+                            }
+                            body.extend_from_slice(&chunk);
+                        }
+                        let done = chrono::Utc::now();
+                        let text = String::from_utf8_lossy(&body);
                         if !status.is_success() || !text.contains("event: done") {
                             bail!(
                                 "turn failed ({status}): {}",
@@ -146,28 +242,38 @@ async fn drive(env: &TestEnv, args: &LoadArgs) -> Result<LoadReport> {
                             );
                         }
                         latencies.push(start.elapsed());
+                        if let Some(reply_event_id) = crate::budget::done_event_id(&text) {
+                            clients.push(ClientTurn {
+                                reply_event_id,
+                                sent,
+                                first_token,
+                                done,
+                            });
+                        }
                     }
-                    Ok(latencies)
+                    Ok((latencies, clients))
                 })
             })
             .collect();
         async move {
             let start = Instant::now();
-            let mut all = Vec::new();
+            let (mut all, mut clients) = (Vec::new(), Vec::new());
             for w in workers {
-                all.extend(w.await??);
+                let (latencies, seen) = w.await??;
+                all.extend(latencies);
+                clients.extend(seen);
             }
-            Ok::<_, anyhow::Error>((start.elapsed(), all))
+            Ok::<_, anyhow::Error>((start.elapsed(), all, clients))
         }
     };
     phase(args.warmup, "warm").await?;
-    let (elapsed, mut latencies) = phase(args.turns, "load").await?;
-    stack.abort();
+    let (elapsed, mut latencies, clients) = phase(args.turns, "load").await?;
     latencies.sort();
     Ok(LoadReport {
         turns: latencies.len(),
         elapsed,
         latencies,
+        clients,
     })
 }
 
@@ -184,6 +290,7 @@ mod tests {
                 .iter()
                 .map(|ms| Duration::from_millis(*ms))
                 .collect(),
+            clients: Vec::new(),
         };
         assert_eq!(report.quantile(0.0), Duration::from_millis(1));
         assert_eq!(report.quantile(1.0), Duration::from_millis(100));

@@ -2,6 +2,8 @@
 //! database and NATS stream, opens many stage runs at once by appending `StageUserInput`
 //! events, and counts the turns the durable loop takes (each turn: model call, one
 //! transaction with its three events, publish, next delivery) against a zero-delay fake model.
+//! The persona runs in this process, or with `--processes` as a `ghost run persona` child
+//! (as deployed).
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,7 @@ use ghost_shared::store::ExpectedVersion;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::testing::TestEnv;
 
+use crate::children::Children;
 use crate::stack::{start_stack, ServiceName};
 
 /// Options of `ghost load-stage`.
@@ -27,6 +30,9 @@ pub struct StageLoadArgs {
     /// Unmeasured runs first.
     #[arg(long, default_value_t = 20)]
     pub warmup_runs: usize,
+    /// The persona as its own `ghost run persona` process (as deployed), not in this one.
+    #[arg(long)]
+    pub processes: bool,
 }
 
 /// The overrides that point every character of the repository's cast at `base_url`.
@@ -64,10 +70,15 @@ pub async fn run(args: StageLoadArgs) -> Result<()> {
     env.cleanup().await;
     let (turns, elapsed) = result?;
     println!(
-        "ghost load-stage: {} runs x {} turns = {turns} durable turns in {:.2} s",
+        "ghost load-stage: {} runs x {} turns = {turns} durable turns in {:.2} s, persona {}",
         args.runs,
         args.turns_per_run,
-        elapsed.as_secs_f64()
+        elapsed.as_secs_f64(),
+        if args.processes {
+            "in its own process"
+        } else {
+            "in this process"
+        }
     );
     println!(
         "  throughput: {:.0} stage turns/s",
@@ -87,10 +98,21 @@ async fn count(pool: &sqlx::PgPool, event_type: &str, prefix: &str) -> Result<i6
 }
 
 async fn drive(env: &TestEnv, args: &StageLoadArgs) -> Result<(i64, Duration)> {
-    let stack = start_stack(env.config.clone(), &[ServiceName::Persona]).await?;
-    let pool = stack.ctx.store().pool().clone();
+    // In processes mode this process only appends the inputs and counts.
+    let (stack, children) = if args.processes {
+        let children = Children::start(env, &[ServiceName::Persona.as_str()]);
+        (None, Some(children))
+    } else {
+        let stack = start_stack(env.config.clone(), &[ServiceName::Persona]).await?;
+        (Some(stack), None)
+    };
+    let ctx = match &stack {
+        Some(stack) => stack.ctx.clone(),
+        None => env.context("load").await?,
+    };
+    let pool = ctx.store().pool().clone();
     let phase = |runs: usize, tag: &'static str| {
-        let log = stack.ctx.log.clone();
+        let log = ctx.log.clone();
         let pool = pool.clone();
         async move {
             let start = Instant::now();
@@ -128,8 +150,16 @@ async fn drive(env: &TestEnv, args: &StageLoadArgs) -> Result<(i64, Duration)> {
             Ok::<_, anyhow::Error>((turns, elapsed))
         }
     };
-    phase(args.warmup_runs, "warm").await?;
-    let result = phase(args.runs, "load").await;
-    stack.abort();
+    let warm = phase(args.warmup_runs, "warm").await;
+    let result = match warm {
+        Ok(_) => phase(args.runs, "load").await,
+        Err(e) => Err(e),
+    };
+    if let Some(stack) = stack {
+        stack.abort();
+    }
+    if let Some(children) = children {
+        children.kill_all().await;
+    }
     result
 }

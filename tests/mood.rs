@@ -124,6 +124,22 @@ async fn episode_count(store: &EventStore, persona: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// The mood service's answer for `persona` at `now`.
+async fn ask_mood(app: &TestApp, persona: &str, now: Option<f64>) -> MoodAnswer {
+    let query = MoodQuery {
+        persona: persona.into(),
+        now,
+    };
+    mood_api::request(
+        app.stack.ctx.bus(),
+        mood_api::GET_SUBJECT,
+        &query,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap()
+}
+
 async fn mood_rows(
     store: &EventStore,
 ) -> (Vec<(String, i32, Uuid)>, Vec<(String, i64, f64, String)>) {
@@ -167,18 +183,7 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
             (episode_count(&app.store, &persona).await == expected_window).then_some(())
         })
         .await;
-        let query = MoodQuery {
-            persona: persona.clone(),
-            now: case["now"].as_f64(),
-        };
-        let answer = mood_api::request(
-            app.stack.ctx.bus(),
-            mood_api::GET_SUBJECT,
-            &query,
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap();
+        let answer = ask_mood(&app, &persona, case["now"].as_f64()).await;
         assert!(!answer.overridden);
         assert_mood(
             &serde_json::to_value(answer.state).unwrap(),
@@ -214,6 +219,59 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(mood_rows(&app.store).await, live);
+    app.cleanup().await;
+}
+
+/// The service keeps each window in memory after the first answer: episodes projected later
+/// must still count in the next answer.
+#[tokio::test]
+async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
+    let app = TestApp::spawn_services(&[ServiceName::Mood], &[]).await;
+    let cases = fixture()["cases"].as_array().unwrap().clone();
+    let case = cases
+        .iter()
+        .max_by_key(|c| c["episodes"].as_array().unwrap().len())
+        .unwrap();
+    let persona = "catchup";
+    let events: Vec<NewEvent> = case["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| reflected(persona, e["at"].as_f64().unwrap(), affect_of(e)))
+        .collect();
+    assert!(
+        events.len() >= 2,
+        "the fixture needs a case with two episodes"
+    );
+    let ask = || async {
+        let answer = ask_mood(&app, persona, case["now"].as_f64()).await;
+        serde_json::to_value(answer.state).unwrap()
+    };
+    let half = events.len() / 2;
+    let mut first = None;
+    for (part, upto) in [(&events[..half], half), (&events[half..], events.len())] {
+        app.stack
+            .ctx
+            .log
+            .append(&persona_stream(persona), ExpectedVersion::Any, part)
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(30), "episodes projected", || async {
+            (episode_count(&app.store, persona).await == upto as i64).then_some(())
+        })
+        .await;
+        if first.is_none() {
+            first = Some(ask().await);
+        }
+    }
+    let later = ask().await;
+    // The later episodes change the mood, so an answer from the first window alone fails.
+    assert_ne!(
+        first,
+        Some(later.clone()),
+        "the later episode changes the mood"
+    );
+    assert_mood(&later, &case["expect"], "after the later episodes");
     app.cleanup().await;
 }
 

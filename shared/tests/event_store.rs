@@ -234,3 +234,27 @@ async fn reading_after_a_position_never_skips_a_late_commit() {
     );
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn get_first_of_prefers_the_order_asked_not_the_order_stored() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let (older, newer, missing) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    store
+        .append(
+            "session-first-of",
+            ExpectedVersion::Any,
+            &[message(older, "older"), message(newer, "newer")],
+        )
+        .await
+        .unwrap();
+    let first = |ids: Vec<Uuid>| {
+        let store = store.clone();
+        async move { store.get_first_of(&ids).await.unwrap().map(|e| e.event_id) }
+    };
+    assert_eq!(first(vec![missing, newer, older]).await, Some(newer));
+    assert_eq!(first(vec![older, newer]).await, Some(older));
+    assert_eq!(first(vec![missing]).await, None);
+    assert_eq!(first(Vec::new()).await, None);
+    env.cleanup().await;
+}

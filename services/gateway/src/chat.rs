@@ -140,6 +140,8 @@ pub async fn chat(
         otel.name = "gateway chat_turn",
         ghost.service = "gateway",
         session_id = %input.session_id,
+        // The turn (the user message's id), once known: ties the span to its events.
+        correlation_id = tracing::field::Empty,
     );
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if header("traceparent").is_some() {
@@ -158,6 +160,7 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
         Some(r) => external_event_id("http", &format!("{}/{}", input.session_id, r)),
         None => Uuid::new_v4(),
     };
+    tracing::Span::current().record("correlation_id", tracing::field::display(turn));
     let subject = state.ctx.bus().token_subject(&turn);
     // Subscribe before the turn exists, so no token can be missed.
     let subscription = state
@@ -178,7 +181,11 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
     };
     let user_event = match existing {
         Some(e) => same_request(e, &input)?,
-        None => append_message(&state, &stream, turn, input).await?,
+        None => {
+            append_message(&state, &stream, turn, input)
+                .instrument(info_span!("append_user_message"))
+                .await?
+        }
     };
     let (tx, rx) = mpsc::channel::<Event>(64);
     let follow = follow_turn(state.clone(), user_event, subscription, tx);

@@ -8,7 +8,7 @@ use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 
-use crate::mood::{Episode, MoodWindow};
+use crate::mood::Episode;
 
 /// Projects `AssistantReplied` (with an affect) and `AffectReflected` into `mood_episodes`
 /// (the window) and `partner_mood_state` (a row per persona).
@@ -42,37 +42,75 @@ impl MoodEpisodes {
         Self { constants }
     }
 
-    /// A persona's window as stored (empty when it has none yet), oldest first.
-    pub async fn load<'e>(
+    /// The constants windows are built with.
+    pub fn constants(&self) -> &MoodConstants {
+        &self.constants
+    }
+
+    /// The episodes of `persona` projected after `mark` (in the projection's order), and how
+    /// many rows the persona's window has now: what a cached window needs to catch up.
+    pub async fn load_after<'e>(
         &self,
         executor: impl PgExecutor<'e>,
         persona: &str,
-    ) -> Result<MoodWindow, ProjectionError> {
+        mark: EpisodeMark,
+    ) -> Result<(i64, Vec<(EpisodeMark, Episode)>), ProjectionError> {
         let rows = sqlx::query(
-            "SELECT at, label, intensity, salience, confidence, policy FROM mood_episodes \
-             WHERE persona = $1 ORDER BY at, position",
+            "SELECT t.total, e.tx_id, e.position, e.at, e.label, e.intensity, e.salience, \
+             e.confidence, e.policy \
+             FROM (SELECT count(*) AS total FROM mood_episodes WHERE persona = $1) t \
+             LEFT JOIN mood_episodes e ON e.persona = $1 \
+              AND (COALESCE(e.tx_id, 0), e.position) > ($2, $3) \
+             ORDER BY COALESCE(e.tx_id, 0), e.position",
         )
         .bind(persona)
+        .bind(mark.tx_id)
+        .bind(mark.position)
         .fetch_all(executor)
         .await?;
+        let mut total = 0;
         let mut episodes = Vec::with_capacity(rows.len());
         for r in &rows {
-            let label: String = r.try_get("label")?;
-            let policy: Option<serde_json::Value> = r.try_get("policy")?;
-            episodes.push(Episode {
-                at: r.try_get("at")?,
-                label: label.parse().map_err(|e| corrupt(persona, e))?,
-                intensity: r.try_get("intensity")?,
-                salience: r.try_get("salience")?,
-                confidence: r.try_get("confidence")?,
-                policy: policy
-                    .map(serde_json::from_value)
-                    .transpose()
-                    .map_err(|e| corrupt(persona, e))?,
-            });
+            total = r.try_get("total")?;
+            let Some(position) = r.try_get::<Option<i64>, _>("position")? else {
+                continue; // no new rows: only the count
+            };
+            let tx_id: Option<i64> = r.try_get("tx_id")?;
+            let mark = EpisodeMark {
+                tx_id: tx_id.unwrap_or(0),
+                position,
+            };
+            episodes.push((mark, row_episode(persona, r)?));
         }
-        MoodWindow::restore(self.constants, episodes).map_err(|e| corrupt(persona, e))
+        Ok((total, episodes))
     }
+}
+
+/// Where a reader of a persona's episodes got to, in the projection's (tx_id, position)
+/// order (rows from before the `tx_id` column count as transaction 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EpisodeMark {
+    /// The event's transaction.
+    pub tx_id: i64,
+    /// The event's position.
+    pub position: i64,
+}
+
+/// One `mood_episodes` row as an episode.
+fn row_episode(persona: &str, r: &sqlx::postgres::PgRow) -> Result<Episode, ProjectionError> {
+    let label: String = r.try_get("label")?;
+    let policy: Option<serde_json::Value> = r.try_get("policy")?;
+    Ok(Episode {
+        at: r.try_get("at")?,
+        label: label.parse().map_err(|e| corrupt(persona, e))?,
+        intensity: r.try_get("intensity")?,
+        salience: r.try_get("salience")?,
+        confidence: r.try_get("confidence")?,
+        policy: policy
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| corrupt(persona, e))?,
+    })
 }
 
 fn corrupt(persona: &str, e: impl std::fmt::Display) -> ProjectionError {
@@ -122,8 +160,8 @@ impl Projection for MoodEpisodes {
             return Ok(());
         }
         sqlx::query(
-            "INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+            "INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         )
         .bind(&persona)
         .bind(event.position)
@@ -133,6 +171,7 @@ impl Projection for MoodEpisodes {
         .bind(episode.salience)
         .bind(episode.confidence)
         .bind(episode.policy.map(|p| serde_json::to_value(p).unwrap_or_default()))
+        .bind(event.tx_id)
         .execute(&mut **tx)
         .await?;
         // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the

@@ -17,7 +17,18 @@ use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use serde_json::json;
 use tracing::warn;
 
-use crate::episodes::MoodEpisodes;
+use crate::episodes::{EpisodeMark, MoodEpisodes};
+use crate::mood::MoodWindow;
+
+/// Most personas whose window one process keeps in memory (any valid id can be asked for;
+/// past this, another persona's window makes room and is read again when asked for).
+const MAX_CACHED_WINDOWS: usize = 256;
+
+/// A persona's window as last read, and where in the projection's order that read ended.
+struct CachedWindow {
+    window: MoodWindow,
+    mark: EpisodeMark,
+}
 
 /// What this process remembers for the debug API (in memory only, lost on restart). Both
 /// maps hold at most `max` personas (`mood.max_overrides`), so no caller can grow them
@@ -58,6 +69,9 @@ struct Mood {
     ctx: ServiceContext,
     episodes: MoodEpisodes,
     debug: Mutex<DebugState>,
+    /// Each persona's window, kept current from the rows its projection adds: a `mood.get`
+    /// reads only the episodes applied since the last one, not the whole window.
+    windows: Mutex<HashMap<String, CachedWindow>>,
 }
 
 fn now_unix() -> f64 {
@@ -80,14 +94,11 @@ impl Mood {
             .copied();
         let (state, overridden) = match overridden {
             Some(state) => (state, true),
-            None => {
-                let window = self
-                    .episodes
-                    .load(self.ctx.store().pool(), &query.persona)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                (window.state_at(query.now.unwrap_or_else(now_unix)), false)
-            }
+            None => (
+                self.computed(&query.persona, query.now.unwrap_or_else(now_unix))
+                    .await?,
+                false,
+            ),
         };
         if !overridden {
             // What GET shows once an override is cleared: the last computed value used.
@@ -101,6 +112,74 @@ impl Mood {
             state,
             overridden,
         })
+    }
+
+    /// The computed mood of `persona` at `now`, from the cached window brought up to date
+    /// with the episodes projected since it was last read.
+    async fn computed(&self, persona: &str, now: f64) -> Result<MoodState, String> {
+        let pool = self.ctx.store().pool();
+        let mark = self
+            .windows
+            .lock()
+            .map_err(|e| e.to_string())?
+            .get(persona)
+            .map(|c| c.mark)
+            .unwrap_or_default();
+        let (total, fresh) = self
+            .episodes
+            .load_after(pool, persona, mark)
+            .await
+            .map_err(|e| e.to_string())?;
+        {
+            let mut windows = self.windows.lock().map_err(|e| e.to_string())?;
+            if !windows.contains_key(persona) && windows.len() >= MAX_CACHED_WINDOWS {
+                if let Some(other) = windows.keys().next().cloned() {
+                    windows.remove(&other);
+                }
+            }
+            let constants = *self.episodes.constants();
+            let cached = match windows.entry(persona.to_owned()) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(CachedWindow {
+                    window: MoodWindow::new(constants).map_err(|e| e.to_string())?,
+                    mark: EpisodeMark::default(),
+                }),
+            };
+            // Another request may have moved the window on meanwhile: only what is newer.
+            for (m, episode) in fresh {
+                if m > cached.mark {
+                    cached.window.insert(episode).map_err(|e| e.to_string())?;
+                    cached.mark = m;
+                }
+            }
+            if cached.window.len() as i64 == total {
+                return Ok(cached.window.state_at(now));
+            }
+            // The rows changed in a way catching up cannot follow (a rebuild, or a read
+            // that overtook this one): read them whole.
+            windows.remove(persona);
+        }
+        let (total, all) = self
+            .episodes
+            .load_after(pool, persona, EpisodeMark::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut cached = CachedWindow {
+            window: MoodWindow::new(*self.episodes.constants()).map_err(|e| e.to_string())?,
+            mark: EpisodeMark::default(),
+        };
+        for (m, episode) in all {
+            cached.window.insert(episode).map_err(|e| e.to_string())?;
+            cached.mark = m;
+        }
+        let state = cached.window.state_at(now);
+        if cached.window.len() as i64 == total {
+            self.windows
+                .lock()
+                .map_err(|e| e.to_string())?
+                .insert(persona.to_owned(), cached);
+        }
+        Ok(state)
     }
 
     fn debug(&self, request: MoodDebugRequest) -> Result<MoodAnswer, RefusedAnswer> {
@@ -233,6 +312,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             max: max_overrides,
             ..DebugState::default()
         }),
+        windows: Mutex::new(HashMap::new()),
     });
     let gets = subscribe(&mood.ctx, GET_SUBJECT).await?;
     let debug = subscribe(&mood.ctx, DEBUG_SUBJECT).await?;

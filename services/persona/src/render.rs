@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use tracing::{info, warn};
+use tracing::{info, info_span, warn, Instrument};
 use uuid::Uuid;
 
 use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter};
@@ -155,12 +155,21 @@ impl Renderer {
     }
 
     /// The turn's metrics: ended with a reply or `failure_code`, timed from the user's
-    /// message as stored.
-    async fn record_turn_end(&self, request: &RenderRequested, failure_code: Option<&str>) {
-        let took = match self.ctx.store().get_any(&[request.user_event_id]).await {
-            Ok(Some(user)) => (chrono::Utc::now() - user.recorded_at).to_std().ok(),
-            _ => None,
+    /// message as stored (`user_at` when the history read already had it).
+    async fn record_turn_end(
+        &self,
+        request: &RenderRequested,
+        failure_code: Option<&str>,
+        user_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) {
+        let user_at = match user_at {
+            Some(at) => Some(at),
+            None => match self.ctx.store().get_any(&[request.user_event_id]).await {
+                Ok(Some(user)) => Some(user.recorded_at),
+                _ => None,
+            },
         };
+        let took = user_at.and_then(|at| (chrono::Utc::now() - at).to_std().ok());
         ghost_shared::metrics::turn_ended(request.channel.as_str(), failure_code, took);
     }
 
@@ -169,7 +178,7 @@ impl Renderer {
         &self,
         request: &RenderRequested,
         cause: &RecordedEvent,
-    ) -> Result<Vec<ChatMessage>, HandlerError> {
+    ) -> Result<(Vec<ChatMessage>, Option<chrono::DateTime<chrono::Utc>>), HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
         let tail = self
             .ctx
@@ -192,7 +201,10 @@ impl Renderer {
             }
         }
         let skip = history.len().saturating_sub(history_turns);
-        let mood = self.current_mood().await;
+        let mood = self
+            .current_mood()
+            .instrument(info_span!("mood_request"))
+            .await;
         let system = format!(
             "{}\n\n{}\n\n{}",
             self.system_prompt,
@@ -212,11 +224,15 @@ impl Renderer {
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());
         let mut user = ChatMessage::user(user);
-        if let Some(image) = self.image_of(request).await? {
+        if let Some(image) = self.image_of(request, &tail).await? {
             user = user.with_image(image);
         }
         messages.push(user);
-        Ok(messages)
+        let user_at = tail
+            .iter()
+            .find(|e| e.event_id == request.user_event_id)
+            .map(|e| e.recorded_at);
+        Ok((messages, user_at))
     }
 
     /// What the persona recalls for this request (the memory pack for the prompt), recorded
@@ -247,13 +263,22 @@ impl Renderer {
 
     /// The image the user sent with this message, if any (LINE images), read from the
     /// media store at request time (whichever machine the gateway that stored it runs on).
-    async fn image_of(&self, request: &RenderRequested) -> Result<Option<ImagePart>, HandlerError> {
-        let user = self
-            .ctx
-            .store()
-            .get(request.user_event_id)
-            .await
-            .map_err(HandlerError::transient)?;
+    /// The user's message is usually in `tail` (read for the history); only an older one is
+    /// read again.
+    async fn image_of(
+        &self,
+        request: &RenderRequested,
+        tail: &[RecordedEvent],
+    ) -> Result<Option<ImagePart>, HandlerError> {
+        let user = match tail.iter().find(|e| e.event_id == request.user_event_id) {
+            Some(e) => Some(e.clone()),
+            None => self
+                .ctx
+                .store()
+                .get(request.user_event_id)
+                .await
+                .map_err(HandlerError::transient)?,
+        };
         let Some(image) = user
             .and_then(|e| e.decode::<UserMessageReceived>().ok())
             .and_then(|m| m.image)
@@ -390,14 +415,20 @@ impl EventHandler for Renderer {
 
         // A redelivery after the outcome was stored (or a turn closed by the watchdog): say
         // it again, write nothing.
-        let done = match self.ctx.turn_outcome(turn).await? {
-            Some(done) => Some(done),
-            None => {
-                self.ctx
-                    .stored_outcome(&event, &[STEP_REPLIED, STEP_FAILED, STEP_PROPOSED])
-                    .await?
-            }
-        };
+        // One query: the turn's outcome first, then this request's own outcomes under the
+        // older per-step ids.
+        let mut ids = vec![ghost_shared::ids::turn_outcome_id(turn)];
+        ids.extend(
+            [STEP_REPLIED, STEP_FAILED, STEP_PROPOSED]
+                .iter()
+                .map(|step| ghost_shared::ids::derive_event_id(event.event_id, step)),
+        );
+        let done = self
+            .ctx
+            .store()
+            .get_first_of(&ids)
+            .await
+            .map_err(HandlerError::transient)?;
         if let Some(done) = done {
             if done.is::<PersonaProposed>() {
                 info!(event_id = %done.event_id, "proposal already made; the router decides");
@@ -428,11 +459,12 @@ impl EventHandler for Renderer {
             return Ok(());
         }
 
-        let messages = self.messages(&request, &event).await?;
+        let (messages, user_at) = self.messages(&request, &event).await?;
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
         let generated = self
             .generate(&turn, &messages, prefix.clone())
+            .instrument(info_span!("model_call"))
             .await
             .and_then(|g| {
                 // Only an affect trailer and no words is no reply at all.
@@ -507,7 +539,7 @@ impl EventHandler for Renderer {
         }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.
-            self.record_turn_end(&request, failure_code).await;
+            self.record_turn_end(&request, failure_code, user_at).await;
         }
         self.publish(&turn, &message).await;
         Ok(())

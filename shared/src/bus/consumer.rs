@@ -223,29 +223,34 @@ async fn process(
             }
         }
     };
-    let _guard = span.enter();
-    let outcome = match &result {
-        Ok(()) => "ok",
-        Err(HandlerError::Transient(_)) if delivered < bus.config().max_deliver => "retry",
-        Err(_) => "dead_letter",
-    };
-    crate::metrics::consumer_handled(&spec.durable, outcome, started.elapsed());
-    match result {
-        Ok(()) => {
-            if let Err(e) = message.ack().await {
-                warn!(error = %e, "ack failed; the message will come again");
+    // The ack and what follows belong to the handling span too. Instrumented, not entered:
+    // a guard held across an await puts whatever else runs on this thread meanwhile inside
+    // the span, and may be dropped on another thread than the one that entered it.
+    let finish = async {
+        let outcome = match &result {
+            Ok(()) => "ok",
+            Err(HandlerError::Transient(_)) if delivered < bus.config().max_deliver => "retry",
+            Err(_) => "dead_letter",
+        };
+        crate::metrics::consumer_handled(&spec.durable, outcome, started.elapsed());
+        match result {
+            Ok(()) => {
+                if let Err(e) = message.ack().await {
+                    warn!(error = %e, "ack failed; the message will come again");
+                }
+                None
             }
+            Err(HandlerError::Transient(reason)) if delivered < bus.config().max_deliver => {
+                warn!(%reason, delivered, "handler failed; will retry");
+                let delay = Duration::from_millis(200 * (1 << delivered.clamp(0, 6)) as u64);
+                let _ = message.ack_with(AckKind::Nak(Some(delay))).await;
+                None
+            }
+            Err(e) => Some(e.to_string()),
         }
-        Err(HandlerError::Transient(reason)) if delivered < bus.config().max_deliver => {
-            warn!(%reason, delivered, "handler failed; will retry");
-            let delay = Duration::from_millis(200 * (1 << delivered.clamp(0, 6)) as u64);
-            let _ = message.ack_with(AckKind::Nak(Some(delay))).await;
-        }
-        Err(e) => {
-            let reason = e.to_string();
-            drop(_guard);
-            dead_letter(bus, spec, handler, &message, Some(&event), &reason).await;
-        }
+    };
+    if let Some(reason) = finish.instrument(span).await {
+        dead_letter(bus, spec, handler, &message, Some(&event), &reason).await;
     }
 }
 

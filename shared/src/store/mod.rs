@@ -65,6 +65,11 @@ impl EventStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            // No ping before every query (sqlx's default): it doubled the round trips of a
+            // turn. A connection the server dropped fails its next query instead, which
+            // every caller already treats as transient (retried or redelivered), and sqlx
+            // then discards it.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Self { pool })

@@ -155,6 +155,20 @@ impl EventStore {
         row.as_ref().map(row_to_event).transpose()
     }
 
+    /// The stored event among `ids` that comes first in `ids` (a preference order), if any:
+    /// one round trip where a handler would otherwise ask for each in turn.
+    pub async fn get_first_of(&self, ids: &[Uuid]) -> Result<Option<RecordedEvent>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events \
+             JOIN unnest($1::uuid[]) WITH ORDINALITY AS wanted(id, n) ON event_id = wanted.id \
+             ORDER BY wanted.n LIMIT 1"
+        ))
+        .bind(ids)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_to_event).transpose()
+    }
+
     /// Up to `limit` events after `from` in gap-safe commit order (see [`ReadPosition`]).
     ///
     /// Events of transactions still running anywhere in the cluster are held back until

@@ -68,12 +68,13 @@ impl MoodWindow {
         Ok(window)
     }
 
-    /// Adds one labelled episode; returns whether it is inside the window.
+    /// Adds one labelled episode; returns whether it is inside the window. The mood service
+    /// adds the episodes projected since its last read this way, in the projection's order.
     ///
     /// An episode older than every episode of a full window is dropped (`Ok(false)`); otherwise
     /// the oldest episode leaves when the window overflows. Equal `at` counts later arrivals as
     /// newer, like the stable sort of [`mood_at`](super::mood_at).
-    fn insert(&mut self, episode: Episode) -> Result<bool, EpisodeError> {
+    pub fn insert(&mut self, episode: Episode) -> Result<bool, EpisodeError> {
         episode.validate()?;
         let prepared = prepare(&episode, &self.constants);
         // Usually the newest: `partition_point` then returns `len` and the insert is a push.
@@ -97,7 +98,7 @@ impl MoodWindow {
 
     /// Replaces the constants, recomputing the precomputed factors; a smaller `max_episodes`
     /// drops the oldest episodes (a larger one cannot bring dropped ones back). Test-only: the
-    /// service builds a new window per read with the configured constants.
+    /// service's constants never change while it runs.
     #[cfg(test)]
     fn set_constants(&mut self, constants: MoodConstants) -> Result<(), ConstantsError> {
         constants.validate()?;

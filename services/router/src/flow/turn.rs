@@ -4,7 +4,6 @@
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{session_stream, EventPayload, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::Router;
@@ -19,6 +18,8 @@ pub(crate) struct Turn {
     pub message: UserMessageReceived,
     /// The session's routing state before this message.
     pub session: SessionRouting,
+    /// The session's previous primary route decision, if any.
+    pub previous: Option<RouteDecided>,
 }
 
 impl Turn {
@@ -37,11 +38,12 @@ impl Router {
     /// The turn of a `UserMessageReceived` event.
     pub(crate) async fn turn_of(&self, event: &RecordedEvent) -> Result<Turn, HandlerError> {
         let message: UserMessageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let session = self.session_before(&event.stream, event.version).await?;
+        let (session, previous) = self.session_before(&event.stream, event.version).await?;
         Ok(Turn {
             event: event.clone(),
             message,
             session,
+            previous,
         })
     }
 
@@ -61,39 +63,38 @@ impl Router {
 
     /// The session state before the message at `version`: `local_only` from the user
     /// messages before it in the stream (see [`Self::local_only_before`]), the last primary
-    /// route from the latest primary `RouteDecided` (only a declaration depends on it).
+    /// route from the latest primary `RouteDecided` (only a declaration depends on it). The
+    /// two reads run side by side.
     async fn session_before(
         &self,
         stream: &str,
         version: i32,
-    ) -> Result<SessionRouting, HandlerError> {
-        let last_primary = sqlx::query(&format!(
-            "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
-             AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
-             ORDER BY version DESC LIMIT 1",
-            RouteDecided::EVENT_TYPE,
-        ))
-        .bind(stream)
-        .bind(version)
-        .fetch_optional(self.ctx.store().pool())
-        .await
-        .map_err(HandlerError::transient)?
-        .map(|row| row.try_get::<serde_json::Value, _>(0))
-        .transpose()
-        .map_err(HandlerError::transient)?
-        .map(serde_json::from_value::<RouteDecided>)
-        .transpose()
-        .map_err(HandlerError::permanent)?;
-        Ok(SessionRouting {
-            local_only: self.local_only_before(stream, version).await?,
-            last_primary_route: last_primary.map(|d| d.route),
-        })
+    ) -> Result<(SessionRouting, Option<RouteDecided>), HandlerError> {
+        let (local_only, previous) = tokio::try_join!(
+            self.local_only_before(stream, version),
+            self.last_primary_decision(stream, version)
+        )?;
+        let session = SessionRouting {
+            local_only,
+            last_primary_route: previous.as_ref().map(|d| d.route),
+        };
+        Ok((session, previous))
     }
 
-    /// The previous primary route decision of the session before this message, if any.
+    /// The previous primary route decision of the session before this message, if any (read
+    /// once with the turn).
     pub(crate) async fn previous_decision(
         &self,
         turn: &Turn,
+    ) -> Result<Option<RouteDecided>, HandlerError> {
+        Ok(turn.previous.clone())
+    }
+
+    /// The latest primary `RouteDecided` of `stream` before `version`.
+    async fn last_primary_decision(
+        &self,
+        stream: &str,
+        version: i32,
     ) -> Result<Option<RouteDecided>, HandlerError> {
         let row = sqlx::query_scalar::<_, serde_json::Value>(&format!(
             "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
@@ -101,8 +102,8 @@ impl Router {
              ORDER BY version DESC LIMIT 1",
             RouteDecided::EVENT_TYPE
         ))
-        .bind(&turn.event.stream)
-        .bind(turn.event.version)
+        .bind(stream)
+        .bind(version)
         .fetch_optional(self.ctx.store().pool())
         .await
         .map_err(HandlerError::transient)?;
