@@ -88,7 +88,8 @@ fn over_limit(e: axum::Error) -> bool {
 }
 
 /// Closes with 1009 naming the limit, then reads (and drops) whatever the client still
-/// sends until it answers the close, so the connection ends cleanly rather than reset.
+/// sends until it answers the close (or lingers when the rest cannot be read), so the
+/// client sees the close frame rather than a reset.
 async fn close_too_big<S, R>(sink: &mut S, incoming: &mut R, limits: (usize, usize))
 where
     S: futures::Sink<Message> + Unpin,
@@ -103,7 +104,17 @@ where
         .into(),
     };
     let _ = sink.send(Message::Close(Some(frame))).await;
-    let drain = async { while incoming.next().await.is_some() {} };
+    let drain = async {
+        while let Some(message) = incoming.next().await {
+            if matches!(message, Ok(Message::Close(_))) {
+                return; // the client answered the close: a clean end
+            }
+        }
+        // The reader stopped at the oversized data, some of it still unread: closing the
+        // socket now would reset the connection, and a reset can overtake our close frame
+        // on its way to the client. Give the client time to read it first.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
     let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
 }
 

@@ -125,13 +125,26 @@ impl Renderer {
     /// Read-your-writes: the user's message and the outcome are in the conversation before
     /// anyone hears of the outcome, even if this process stops before its projection runner
     /// gets to them.
-    async fn list_turn(&self, turn: Uuid, outcome: &RecordedEvent) -> Result<(), HandlerError> {
+    async fn list_turn(
+        &self,
+        turn: Uuid,
+        user: Option<&RecordedEvent>,
+        outcome: &RecordedEvent,
+    ) -> Result<(), HandlerError> {
         let store = self.ctx.store();
-        let user = store
-            .get_any(&[turn])
-            .await
-            .map_err(HandlerError::transient)?;
-        let rows: Vec<&RecordedEvent> = user.iter().chain(std::iter::once(outcome)).collect();
+        // The history read usually had the user's message; read it only when it did not.
+        let read;
+        let user = match user {
+            Some(user) => Some(user),
+            None => {
+                read = store
+                    .get_any(&[turn])
+                    .await
+                    .map_err(HandlerError::transient)?;
+                read.as_ref()
+            }
+        };
+        let rows: Vec<&RecordedEvent> = user.into_iter().chain(std::iter::once(outcome)).collect();
         AssistantTextProjection::store_now(store.pool(), &rows)
             .await
             .map_err(|e| HandlerError::transient(e.to_string()))
@@ -178,7 +191,7 @@ impl Renderer {
         &self,
         request: &RenderRequested,
         cause: &RecordedEvent,
-    ) -> Result<(Vec<ChatMessage>, Option<chrono::DateTime<chrono::Utc>>), HandlerError> {
+    ) -> Result<(Vec<ChatMessage>, Option<RecordedEvent>), HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
         let tail = self
             .ctx
@@ -228,11 +241,11 @@ impl Renderer {
             user = user.with_image(image);
         }
         messages.push(user);
-        let user_at = tail
+        let user_event = tail
             .iter()
             .find(|e| e.event_id == request.user_event_id)
-            .map(|e| e.recorded_at);
-        Ok((messages, user_at))
+            .cloned();
+        Ok((messages, user_event))
     }
 
     /// What the persona recalls for this request (the memory pack for the prompt), recorded
@@ -459,7 +472,7 @@ impl EventHandler for Renderer {
             return Ok(());
         }
 
-        let (messages, user_at) = self.messages(&request, &event).await?;
+        let (messages, user_event) = self.messages(&request, &event).await?;
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
         let generated = self
@@ -535,10 +548,11 @@ impl EventHandler for Renderer {
             _ => message,
         };
         if let Some(outcome) = stored.events.first() {
-            self.list_turn(turn, outcome).await?;
+            self.list_turn(turn, user_event.as_ref(), outcome).await?;
         }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.
+            let user_at = user_event.as_ref().map(|e| e.recorded_at);
             self.record_turn_end(&request, failure_code, user_at).await;
         }
         self.publish(&turn, &message).await;
