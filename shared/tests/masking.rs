@@ -370,3 +370,19 @@ fn several_kinds_in_one_text_are_all_masked_and_reported() {
         ["api_key", "payment_card", "url_credentials"]
     );
 }
+
+#[test]
+fn secrets_glued_to_japanese_text_are_masked() {
+    // No space between the Japanese word and the key: word boundaries are ASCII ones.
+    assert_masked(
+        "api_key",
+        "鍵{}です",
+        &["sk-proj-AbCdEfGhIjKlMnOpQrStUv123456"],
+    );
+    assert_masked("api_key", "キー{}を使って", &["AKIAIOSFODNN7EXAMPLE"]);
+    assert_masked(
+        "api_key",
+        "トークン{}",
+        &["ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123"],
+    );
+}
