@@ -175,7 +175,10 @@ async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
     let mut check = tokio::time::interval(CHECK_INTERVAL);
     // A quiet stage still moves a byte now and then, so the server's idle timeout
     // (`gateway.idle_timeout_secs`) only closes watchers that are really gone.
-    let mut ping = tokio::time::interval(PING_INTERVAL);
+    // The first ping after one interval, not at once: a new watcher's first frame is an
+    // answer or an event.
+    let mut ping =
+        tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
     loop {
         let mut out: Vec<Value> = Vec::new();
         tokio::select! {
