@@ -1,35 +1,16 @@
 //! `ghost mask`: the built binary reads text on stdin and prints the masked text and the
 //! categories found as one JSON object; a broken rules file is a clear error naming the rule.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod support;
 
 use serde_json::{json, Value};
 
+/// `ghost mask <args>` with `stdin`.
 fn probe(stdin: &str, args: &[&str]) -> (bool, Value, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ghost"))
-        .arg("mask")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("GHOST_CONFIG_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ghost");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("wait for ghost");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    (
-        out.status.success(),
-        serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    let all: Vec<&str> = std::iter::once("mask")
+        .chain(args.iter().copied())
+        .collect();
+    support::cli::run_ghost(&all, stdin.as_bytes())
 }
 
 #[test]
