@@ -66,7 +66,14 @@ pub struct AppState {
     pub slack_bot: slack::BotIdentity,
     /// Every configured model role's client, probed by `/healthz`.
     pub health_models: std::sync::Arc<Vec<(String, LlmClient)>>,
+    /// Webhooks' appends, many webhooks per transaction (group commit).
+    pub webhook_appends: ghost_shared::event_log::GroupAppender,
 }
+
+/// Transactions of webhook appends in flight at once: while one commits, the next fills.
+const WEBHOOK_COMMITTERS: usize = 2;
+/// Appends per webhook transaction at most.
+const WEBHOOK_MAX_BATCH: usize = 256;
 
 /// The HTTP routes.
 pub fn router(state: AppState) -> Router {
@@ -118,12 +125,18 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let ctx_limits = ctx.config.ghost.gateway.clone();
     let slack_bot = slack_identity(&ctx).await;
     let health_models = std::sync::Arc::new(health::model_clients(&ctx.config));
+    let webhook_appends = ghost_shared::event_log::GroupAppender::spawn(
+        ctx.log.clone(),
+        WEBHOOK_COMMITTERS,
+        WEBHOOK_MAX_BATCH,
+    );
     let app = router(AppState {
         ctx,
         api_token,
         llm,
         slack_bot,
         health_models,
+        webhook_appends,
     });
     let g = &ctx_limits;
     let limits = server::ServerLimits {

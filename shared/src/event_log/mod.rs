@@ -2,7 +2,12 @@
 //!
 //! The fast path publishes right after the commit and then forgets the outbox row; if the
 //! process dies in between, [`run_outbox_relay`] publishes the row later. Either way
-//! JetStream drops the second copy by `Nats-Msg-Id`.
+//! JetStream drops the second copy by `Nats-Msg-Id`. [`GroupAppender`] (in `group`) does
+//! the same for many small appends at once, one transaction for all of them.
+
+mod group;
+
+pub use group::{GroupAppendError, GroupAppender};
 
 use std::time::Duration;
 
@@ -61,23 +66,37 @@ impl EventLog {
     ) -> Result<AppendOutcome, EventLogError> {
         let outcome = self.store.append(stream, expected, events).await?;
         crate::fault::point("store.after_commit");
-        let to_publish: Vec<&RecordedEvent> = if outcome.duplicate {
-            // An earlier attempt committed these; publish whatever it did not get to.
-            let positions: Vec<i64> = outcome.events.iter().map(|e| e.position).collect();
-            let pending: Vec<i64> =
-                sqlx::query_scalar("SELECT position FROM outbox WHERE position = ANY($1)")
-                    .bind(&positions)
-                    .fetch_all(self.store.pool())
-                    .await
-                    .map_err(StoreError::from)?;
-            outcome
-                .events
-                .iter()
-                .filter(|e| pending.contains(&e.position))
-                .collect()
+        self.publish_outcomes(std::slice::from_ref(&outcome))
+            .await?;
+        Ok(outcome)
+    }
+
+    /// Publishes what committed appends stored: all of a new append's events, and of a
+    /// duplicate only what the earlier attempt left in the outbox. A publish failure is
+    /// not an error (the outbox relay retries it).
+    async fn publish_outcomes(&self, outcomes: &[AppendOutcome]) -> Result<(), StoreError> {
+        let mut to_publish: Vec<&RecordedEvent> = Vec::new();
+        let duplicates: Vec<i64> = outcomes
+            .iter()
+            .filter(|o| o.duplicate)
+            .flat_map(|o| o.events.iter().map(|e| e.position))
+            .collect();
+        let pending: Vec<i64> = if duplicates.is_empty() {
+            Vec::new()
         } else {
-            outcome.events.iter().collect()
+            sqlx::query_scalar("SELECT position FROM outbox WHERE position = ANY($1)")
+                .bind(&duplicates)
+                .fetch_all(self.store.pool())
+                .await?
         };
+        for outcome in outcomes {
+            to_publish.extend(
+                outcome
+                    .events
+                    .iter()
+                    .filter(|e| !outcome.duplicate || pending.contains(&e.position)),
+            );
+        }
         let results = self.bus.publish_events(&to_publish).await;
         for (event, result) in to_publish.iter().zip(results) {
             match result {
@@ -89,7 +108,7 @@ impl EventLog {
                 }
             }
         }
-        Ok(outcome)
+        Ok(())
     }
 }
 

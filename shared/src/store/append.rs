@@ -22,7 +22,7 @@ pub enum ExpectedVersion {
 
 impl ExpectedVersion {
     /// The encoding `ghost_append` takes: -1 any, 0 no stream, n exact.
-    fn as_sql(self) -> i32 {
+    pub(super) fn as_sql(self) -> i32 {
         match self {
             ExpectedVersion::Any => -1,
             ExpectedVersion::NoStream => 0,
@@ -48,6 +48,24 @@ const EVENT_ID_CONSTRAINT: &str = "events_event_id_key";
 const VERSION_CONFLICT: &str = "GH001";
 const PARTIAL_DUPLICATE: &str = "GH002";
 
+/// The events as `ghost_append` takes them (a JSON array).
+pub(super) fn events_json(events: &[NewEvent]) -> serde_json::Value {
+    serde_json::Value::Array(
+        events
+            .iter()
+            .map(|e| {
+                json!({
+                    "event_id": e.event_id,
+                    "event_type": e.event_type,
+                    "schema_version": e.schema_version,
+                    "payload": e.payload,
+                    "metadata": e.metadata,
+                })
+            })
+            .collect(),
+    )
+}
+
 impl EventStore {
     /// Appends `events` to `stream` atomically.
     ///
@@ -63,20 +81,7 @@ impl EventStore {
         if events.is_empty() {
             return Err(StoreError::Empty);
         }
-        let body = serde_json::Value::Array(
-            events
-                .iter()
-                .map(|e| {
-                    json!({
-                        "event_id": e.event_id,
-                        "event_type": e.event_type,
-                        "schema_version": e.schema_version,
-                        "payload": e.payload,
-                        "metadata": e.metadata,
-                    })
-                })
-                .collect(),
-        );
+        let body = events_json(events);
         let mut attempts = 0;
         loop {
             attempts += 1;

@@ -1,7 +1,13 @@
 //! The Postgres event store: append with optimistic concurrency, idempotent by event id,
 //! and gap-safe reads in commit order.
+//!
+//! - `append`: one append per statement ([`EventStore::append`]);
+//! - `append_batch`: group commit, many appends in one transaction
+//!   ([`EventStore::append_batch`]);
+//! - `read`: gap-safe reads in commit order.
 
 mod append;
+mod append_batch;
 pub(crate) mod read;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -9,6 +15,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub use append::{AppendOutcome, ExpectedVersion};
+pub use append_batch::AppendRequest;
 pub use read::{read_all_after_in, ReadPosition};
 
 /// Channel on which every append notifies (payload: the stream name), to wake readers.

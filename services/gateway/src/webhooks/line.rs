@@ -9,7 +9,7 @@ use tracing::info;
 use ghost_shared::envelope::{session_stream, EventMetadata, EventPayload, NewEvent};
 use ghost_shared::events::{Channel, LineImageReceived, ReplyTarget, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
-use ghost_shared::store::ExpectedVersion;
+use ghost_shared::store::{AppendRequest, ExpectedVersion};
 use ghost_shared::telemetry;
 
 use super::{bad_json, header, not_configured, read_body, unauthorized, valid_session_key};
@@ -63,46 +63,35 @@ pub async fn webhook(
             }
         }
     }
-    // One conversation's events are appended one after another, in the webhook's order (its
-    // stream order is the order every service reads it in); conversations in parallel.
-    let log = &state.ctx.log;
-    let appends = by_stream(records)
+    // One transaction, shared with other webhooks' (group commit), holds every event of
+    // this webhook in its order (a conversation's stream order is the order every service
+    // reads it in); the answer comes only after it commits.
+    let requests = records
         .into_iter()
-        .map(|(stream, events)| async move {
-            for event in events {
-                let stored = log
-                    .append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))
-                    .await?;
-                // An image becomes a turn once the media step appends its message.
-                if !stored.duplicate
-                    && stored
-                        .events
-                        .iter()
-                        .any(|e| e.event_type == UserMessageReceived::EVENT_TYPE)
-                {
-                    ghost_shared::metrics::turn_started(Channel::Line.as_str());
-                }
-            }
-            Ok::<(), ghost_shared::event_log::EventLogError>(())
-        });
-    for outcome in futures::future::join_all(appends).await {
-        // LINE redelivers on a non-2xx answer (when redelivery is on), and the ids make that safe.
-        outcome.map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
-    }
-    Ok(StatusCode::OK)
-}
-
-/// Groups records by stream, keeping the order of first appearance and, within a stream,
-/// the order of the records.
-fn by_stream(records: Vec<(String, NewEvent)>) -> Vec<(String, Vec<NewEvent>)> {
-    let mut groups: Vec<(String, Vec<NewEvent>)> = Vec::new();
-    for (stream, event) in records {
-        match groups.iter_mut().find(|(s, _)| *s == stream) {
-            Some((_, events)) => events.push(event),
-            None => groups.push((stream, vec![event])),
+        .map(|(stream, event)| AppendRequest {
+            stream,
+            expected: ExpectedVersion::Any,
+            events: vec![event],
+        })
+        .collect();
+    // LINE redelivers on a non-2xx answer (when redelivery is on), and the ids make that safe.
+    let stored = state
+        .webhook_appends
+        .append(requests)
+        .await
+        .map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
+    for outcome in stored {
+        // An image becomes a turn once the media step appends its message.
+        if !outcome.duplicate
+            && outcome
+                .events
+                .iter()
+                .any(|e| e.event_type == UserMessageReceived::EVENT_TYPE)
+        {
+            ghost_shared::metrics::turn_started(Channel::Line.as_str());
         }
     }
-    groups
+    Ok(StatusCode::OK)
 }
 
 /// The stream and event recording one turn: the message itself, or, for an image, the intent

@@ -4,7 +4,9 @@
 //! size limit (413) → signature over the raw bytes (401) → JSON (400). Then each event that
 //! starts a turn is appended with an id derived from the platform's own event identity, so a
 //! redelivery (even after a restart) appends nothing, and the answer is 200 before any model
-//! work: the router and persona pick the turn up from the bus.
+//! work: the router and persona pick the turn up from the bus. Webhooks arriving together
+//! share one transaction (group commit, [`ghost_shared::event_log::GroupAppender`]); each
+//! is answered only after the transaction holding its events commits.
 
 pub mod line;
 pub mod slack;

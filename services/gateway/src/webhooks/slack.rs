@@ -11,7 +11,7 @@ use tracing::info;
 use ghost_shared::envelope::{session_stream, EventMetadata, NewEvent};
 use ghost_shared::events::{Channel, ReplyTarget, SlackImageReceived, UserMessageReceived};
 use ghost_shared::ids::external_event_id;
-use ghost_shared::store::ExpectedVersion;
+use ghost_shared::store::{AppendRequest, ExpectedVersion};
 use ghost_shared::telemetry;
 
 use super::{bad_json, header, not_configured, read_body, unauthorized, valid_session_key};
@@ -63,13 +63,17 @@ pub async fn events(
         SlackAction::StartTurn(turn) if valid_session_key(&turn.session_key) => {
             let (stream, event) =
                 record(turn).map_err(|e| ApiError::internal("cannot encode the Slack event", e))?;
-            let outcome = state
-                .ctx
-                .log
-                .append(&stream, ExpectedVersion::Any, &[event])
+            let request = AppendRequest {
+                stream,
+                expected: ExpectedVersion::Any,
+                events: vec![event],
+            };
+            let stored = state
+                .webhook_appends
+                .append(vec![request])
                 .await
                 .map_err(|e| ApiError::internal("cannot store the Slack event", e))?;
-            if !outcome.duplicate {
+            if stored.iter().any(|o| !o.duplicate) {
                 ghost_shared::metrics::turn_started(Channel::Slack.as_str());
             }
             Ok(axum::http::StatusCode::OK.into_response())
