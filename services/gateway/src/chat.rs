@@ -362,6 +362,9 @@ async fn follow_turn(
     let mut attempt: Option<Uuid> = None;
     let mut retired: Vec<Uuid> = Vec::new();
     let mut next_seq = 0u64;
+    // The persona lists a turn in `assistant_text` before it announces `done` on the
+    // turn's subject; an outcome found in the store instead may not be listed yet.
+    let mut listed = false;
     let outcome = loop {
         tokio::select! {
             message = subscription.next() => {
@@ -402,7 +405,10 @@ async fn follow_turn(
                             return; // the client went away; the turn completes regardless
                         }
                     }
-                    _ => break Some(parsed),
+                    _ => {
+                        listed = true;
+                        break Some(parsed);
+                    }
                 }
             }
             _ = check.tick() => {
@@ -416,7 +422,9 @@ async fn follow_turn(
     if let Some(TurnStreamMessage::Done { event_id, .. }) = &outcome {
         // Read your own writes: `done` is sent once the reply is in the conversation
         // `GET /api/sessions/{id}/messages` shows.
-        wait_until_listed(&state, *event_id, deadline).await;
+        if !listed {
+            wait_until_listed(&state, *event_id, deadline).await;
+        }
     }
     let outcome = outcome.unwrap_or(TurnStreamMessage::Error {
         code: "timeout".into(),

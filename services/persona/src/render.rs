@@ -448,6 +448,8 @@ impl EventHandler for Renderer {
                 return Ok(());
             }
             info!(event_id = %done.event_id, "render already done; not rendering again");
+            // The earlier attempt may have stopped before listing the turn.
+            self.list_turn(turn, None, &done).await?;
             self.publish(&turn, &outcome_message(&done)).await;
             return Ok(());
         }
