@@ -7,10 +7,11 @@ mod support;
 use std::time::Duration;
 
 use ghost::stack::ServiceName;
-use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided};
+use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided, UserMessageReceived};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::Script;
 use ghost_testkit::testing::eventually;
+use support::platforms::{line_sign, line_text, ChannelApp};
 use support::{read_sse, TestApp, TOKEN};
 
 async fn wait_for_crash(child: &mut tokio::process::Child) {
@@ -190,4 +191,91 @@ async fn router_killed_between_commit_and_publish_still_reaches_the_persona_once
         .unwrap();
     assert_eq!(left, 0, "nothing committed stays unpublished");
     app.cleanup().await;
+}
+
+/// A free loopback address for a child gateway (bound, read, released).
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// POSTs a signed LINE webhook to the gateway at `addr` once it accepts connections.
+async fn post_line_to(addr: &str, body: &str) -> reqwest::Result<reqwest::Response> {
+    let connected = eventually(
+        Duration::from_secs(30),
+        "child gateway listening",
+        || async { tokio::net::TcpStream::connect(addr).await.ok().map(|_| ()) },
+    );
+    connected.await;
+    reqwest::Client::new()
+        .post(format!("http://{addr}/webhooks/line"))
+        .header("content-type", "application/json")
+        .header("x-line-signature", line_sign(body))
+        .body(body.to_owned())
+        .send()
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_killed_after_a_webhook_commit_replies_once_after_the_redelivery() {
+    let others: Vec<ServiceName> = ServiceName::ALL
+        .into_iter()
+        .filter(|s| *s != ServiceName::Gateway)
+        .collect();
+    let c = ChannelApp::spawn_services(&others, &[]).await;
+    c.app.reply(Script::reply("just once"));
+    // The grouped webhook commit is followed by this fault point: the webhook is stored,
+    // never answered, its events not yet published.
+    let doomed_addr = free_addr();
+    let mut doomed = c.app.spawn_child(
+        "gateway",
+        &[
+            ("GHOST_FAULTS", "store.after_commit"),
+            ("GHOST_GATEWAY__LISTEN", &doomed_addr),
+        ],
+    );
+    let body = line_text("ev-crash", "U9", "hello", "rt-crash", false);
+    let answer = post_line_to(&doomed_addr, &body).await;
+    assert!(
+        answer.is_err(),
+        "no answer from the aborted gateway: {answer:?}"
+    );
+    wait_for_crash(&mut doomed).await;
+    let messages = |events: &[ghost_shared::envelope::RecordedEvent]| {
+        events
+            .iter()
+            .filter(|e| e.is::<UserMessageReceived>())
+            .count()
+    };
+    let session = c
+        .app
+        .store
+        .get(ghost_gateway::webhooks::line::line_event_id("ev-crash"))
+        .await
+        .unwrap()
+        .expect("the webhook's message was committed")
+        .stream;
+
+    // LINE redelivers (no 2xx) to a healthy gateway: nothing new is stored, one reply goes out.
+    let healthy_addr = free_addr();
+    let _healthy = c
+        .app
+        .spawn_child("gateway", &[("GHOST_GATEWAY__LISTEN", &healthy_addr)]);
+    let redelivered = line_text("ev-crash", "U9", "hello", "rt-crash", true);
+    let answer = post_line_to(&healthy_addr, &redelivered).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let d = c.line_deliveries(1).await;
+    assert_eq!(d[0].texts, vec!["just once".to_string()]);
+    c.wait_events("ReplyDelivered", 1).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stored = c.app.store.read_stream(&session, 0).await.unwrap();
+    assert_eq!(messages(&stored), 1, "the redelivery appended nothing");
+    assert_eq!(c.line.deliveries().len(), 1, "exactly one reply");
+    assert_eq!(c.app.model_calls(), 1);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(c.app.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "nothing committed stays unpublished");
+    c.cleanup().await;
 }
