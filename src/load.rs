@@ -111,12 +111,15 @@ pub async fn run(args: LoadArgs) -> Result<()> {
     } else {
         "127.0.0.1:0".to_owned()
     };
+    // A pool per process: six children at 32 each would pass Postgres' default limit of
+    // 100 connections, and a refused connection waits out the pool's 10 s acquire timeout.
+    let connections = if args.processes { "12" } else { "32" };
     let env = TestEnv::new(
         &llm.base_url(),
         &[
             ("GHOST_BUS__STORAGE", "file"),
             ("GHOST_BUS__ACK_WAIT_SECS", "30"),
-            ("GHOST_DATABASE__MAX_CONNECTIONS", "32"),
+            ("GHOST_DATABASE__MAX_CONNECTIONS", connections),
             ("GHOST_GATEWAY__LISTEN", &listen),
         ],
     )
