@@ -11,9 +11,9 @@ use ghost_shared::events::{StageTurnRequested, StageUserInput};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
-use super::append_steps;
 use super::cast::Cast;
 use super::signal::announce;
+use super::StageLog;
 use crate::next_speaker::{resolve_next_speaker, RESERVED_USER_ID};
 
 /// Step name of the run's first turn request.
@@ -22,13 +22,14 @@ pub const STEP_FIRST_TURN: &str = "stage.first_turn";
 /// Starts a run for each user input on a stage.
 pub struct InputHandler {
     ctx: ServiceContext,
+    log: StageLog,
     cast: Arc<Cast>,
 }
 
 impl InputHandler {
     /// A handler over the shared cast.
-    pub fn new(ctx: ServiceContext, cast: Arc<Cast>) -> Self {
-        Self { ctx, cast }
+    pub fn new(ctx: ServiceContext, log: StageLog, cast: Arc<Cast>) -> Self {
+        Self { ctx, log, cast }
     }
 }
 
@@ -55,7 +56,7 @@ impl EventHandler for InputHandler {
         };
         let e = NewEvent::caused_by(&event, STEP_FIRST_TURN, &first, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        let version = append_steps(&self.ctx, &event.stream, vec![e]).await?;
+        let version = self.log.append_steps(&event.stream, vec![e]).await?;
         announce(
             self.ctx.bus(),
             &input.stage_id,

@@ -11,8 +11,8 @@ use ghost_shared::events::{
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
-use super::append_steps;
 use super::signal::announce;
+use super::StageLog;
 
 /// Step name of the memory write.
 pub const STEP_MEMORY: &str = "stage.memory";
@@ -23,12 +23,13 @@ const SUMMARY_LINE_CHARS: usize = 80;
 /// Writes a run's summary once it ended.
 pub struct MemoryHandler {
     ctx: ServiceContext,
+    log: StageLog,
 }
 
 impl MemoryHandler {
-    /// A handler on `ctx`.
-    pub fn new(ctx: ServiceContext) -> Self {
-        Self { ctx }
+    /// A handler on `ctx`, appending through `log`.
+    pub fn new(ctx: ServiceContext, log: StageLog) -> Self {
+        Self { ctx, log }
     }
 }
 
@@ -90,7 +91,7 @@ impl EventHandler for MemoryHandler {
         };
         let e = NewEvent::caused_by(&event, STEP_MEMORY, &saved, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        let version = append_steps(&self.ctx, &event.stream, vec![e]).await?;
+        let version = self.log.append_steps(&event.stream, vec![e]).await?;
         info!(target: "operation", stage_id = %ended.stage_id, turns = ended.turns, reason = %ended.reason, "stage run persisted to memory");
         announce(
             self.ctx.bus(),

@@ -26,10 +26,10 @@ use ghost_shared::llm::ChatMessage;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
-use super::append_steps;
 use super::cast::{Cast, Member};
 use super::signal::announce;
 use super::view::StageView;
+use super::StageLog;
 use crate::next_speaker::{resolve_next_speaker, NextSpeakerDecision};
 
 /// Step names: a turn's events derive their ids from the request and these. The outcome
@@ -49,13 +49,14 @@ struct CallFailure {
 /// Handles `StageTurnRequested`.
 pub struct TurnHandler {
     ctx: ServiceContext,
+    log: StageLog,
     cast: Arc<Cast>,
 }
 
 impl TurnHandler {
     /// A handler over the shared cast.
-    pub fn new(ctx: ServiceContext, cast: Arc<Cast>) -> Self {
-        Self { ctx, cast }
+    pub fn new(ctx: ServiceContext, log: StageLog, cast: Arc<Cast>) -> Self {
+        Self { ctx, log, cast }
     }
 
     /// `call_llm` with the stage's timeout; never longer, never a panic.
@@ -121,7 +122,7 @@ impl TurnHandler {
         };
         let e = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        let version = append_steps(&self.ctx, &event.stream, vec![e]).await?;
+        let version = self.log.append_steps(&event.stream, vec![e]).await?;
         announce(
             self.ctx.bus(),
             &req.stage_id,
@@ -149,7 +150,7 @@ impl EventHandler for TurnHandler {
             reason: StageEndReason::Error,
         };
         if let Ok(e) = NewEvent::caused_by(event, STEP_THEN, &ended, self.ctx.service) {
-            if let Err(e) = append_steps(&self.ctx, &event.stream, vec![e]).await {
+            if let Err(e) = self.log.append_steps(&event.stream, vec![e]).await {
                 warn!(error = %e, "could not end the abandoned run");
             }
         }
@@ -302,7 +303,10 @@ impl EventHandler for TurnHandler {
 
         let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         ghost_shared::fault::point("stage.before_append");
-        let version = append_steps(&self.ctx, &event.stream, vec![outcome, chosen, then]).await?;
+        let version = self
+            .log
+            .append_steps(&event.stream, vec![outcome, chosen, then])
+            .await?;
         ghost_shared::fault::point("stage.after_append");
         ghost_shared::metrics::stage_turn(spoke);
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
