@@ -241,9 +241,12 @@ async fn trigram_rows(
             .bind(threshold.to_string())
             .execute(&mut *tx)
             .await?;
+        // On `lower(text)`, served by the same trigram index as the terms (migration 0091
+        // dropped the one on `text`): trigrams are case-folded anyway, so the similarity
+        // is the same.
         let sql = format!(
-            "SELECT {columns}, similarity({text}, $1)::float8 AS s FROM {table} \
-             WHERE {text} % $1 AND {scope} ORDER BY s DESC, position DESC LIMIT $3"
+            "SELECT {columns}, similarity(lower({text}), $1)::float8 AS s FROM {table} \
+             WHERE lower({text}) % $1 AND {scope} ORDER BY s DESC, position DESC LIMIT $3"
         );
         let rows = sqlx::query(&sql)
             .bind(query)
