@@ -193,12 +193,14 @@ impl Renderer {
         cause: &RecordedEvent,
     ) -> Result<(Vec<ChatMessage>, Option<RecordedEvent>), HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
-        let tail = self
-            .ctx
-            .store()
-            .read_stream_tail(&cause.stream, (history_turns as i64) * 4 + 8)
-            .await
-            .map_err(HandlerError::transient)?;
+        // The history, the mood and the recall do not depend on each other: asked at once.
+        let store = self.ctx.store();
+        let (tail, mood, recalled) = tokio::join!(
+            store.read_stream_tail(&cause.stream, (history_turns as i64) * 4 + 8),
+            self.current_mood().instrument(info_span!("mood_request")),
+            self.recall(request, cause),
+        );
+        let tail = tail.map_err(HandlerError::transient)?;
         let mut history: Vec<ChatMessage> = Vec::new();
         for e in tail
             .iter()
@@ -214,10 +216,6 @@ impl Renderer {
             }
         }
         let skip = history.len().saturating_sub(history_turns);
-        let mood = self
-            .current_mood()
-            .instrument(info_span!("mood_request"))
-            .await;
         let system = format!(
             "{}\n\n{}\n\n{}",
             self.system_prompt,
@@ -226,7 +224,7 @@ impl Renderer {
         );
         let mut messages = Vec::with_capacity(history_turns + 3);
         messages.push(ChatMessage::system(system));
-        messages.extend(self.recall(request, cause).await.map(ChatMessage::system));
+        messages.extend(recalled.map(ChatMessage::system));
         messages.extend(routing_notes::summary_message(request));
         messages.extend(history.into_iter().skip(skip));
         let mut user = request.user_text.clone();
