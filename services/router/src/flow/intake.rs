@@ -28,8 +28,10 @@ fn entry_name(mode: EntryMode) -> &'static str {
 impl Router {
     /// `UserMessageReceived`: decide at once, or ask the classifier / Kuro once.
     pub(crate) async fn on_user_message(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
-        let turn = self.turn_of(event).await?;
-        self.request_summary_if_due(event, &turn).await?;
+        // The count for the summary needs only the message's place: read beside the turn.
+        let (turn, user_turns) = tokio::try_join!(self.turn_of(event), self.user_turns(event))?;
+        self.request_summary_if_due(event, &turn, user_turns)
+            .await?;
         let mode = self.entry_mode(turn.channel());
         let stage = first_stage_in(
             mode,
@@ -266,9 +268,9 @@ impl Router {
         &self,
         event: &RecordedEvent,
         turn: &Turn,
+        n: u32,
     ) -> Result<(), HandlerError> {
         let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1);
-        let n = self.user_turns(turn).await?;
         if n < every || n % every != 0 {
             return Ok(());
         }

@@ -2,7 +2,7 @@
 //! (the source of truth, so decisions never depend on a projection's lag).
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::envelope::{session_stream, EventPayload, RecordedEvent};
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
 use uuid::Uuid;
 
@@ -160,14 +160,14 @@ impl Router {
             .collect())
     }
 
-    /// User messages in the session up to and including this one.
-    pub(crate) async fn user_turns(&self, turn: &Turn) -> Result<u32, HandlerError> {
+    /// User messages in the stream of the user message `message`, up to and including it.
+    pub(crate) async fn user_turns(&self, message: &RecordedEvent) -> Result<u32, HandlerError> {
         let n: i64 = sqlx::query_scalar(&format!(
             "SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{}' AND version <= $2",
             UserMessageReceived::EVENT_TYPE
         ))
-        .bind(session_stream(&turn.message.session_id))
-        .bind(turn.event.version)
+        .bind(&message.stream)
+        .bind(message.version)
         .fetch_one(self.ctx.store().pool())
         .await
         .map_err(HandlerError::transient)?;
