@@ -220,8 +220,29 @@ fn busy(session_id: &str) -> ApiError {
     )
 }
 
-/// Events read back to find the session's last turn event.
-const TURN_LOOKBACK: i64 = 32;
+/// The session stream's version and its last turn event (type, time). The persona's
+/// autonomy messages land in the conversation without being a turn, so they are skipped.
+/// Reads no payload: this runs before every turn.
+async fn session_head(
+    pool: &sqlx::PgPool,
+    stream: &str,
+) -> Result<(i32, Option<(String, chrono::DateTime<chrono::Utc>)>), sqlx::Error> {
+    let (version, event_type, recorded_at): (
+        i32,
+        Option<String>,
+        Option<chrono::DateTime<chrono::Utc>>,
+    ) = sqlx::query_as(
+        "SELECT COALESCE((SELECT max(version) FROM events WHERE stream = $1), 0), \
+             t.event_type, t.recorded_at FROM (SELECT 1) AS one LEFT JOIN LATERAL \
+             (SELECT event_type, recorded_at FROM events WHERE stream = $1 AND event_type <> $2 \
+              ORDER BY version DESC LIMIT 1) AS t ON true",
+    )
+    .bind(stream)
+    .bind(AutonomyMessageRendered::EVENT_TYPE)
+    .fetch_one(pool)
+    .await?;
+    Ok((version, event_type.zip(recorded_at)))
+}
 
 /// Appends the user's message unless the session is mid-turn.
 async fn append_message(
@@ -230,28 +251,18 @@ async fn append_message(
     turn: Uuid,
     input: ChatInput,
 ) -> Result<RecordedEvent, ApiError> {
-    let store = state.ctx.store();
-    let tail = store
-        .read_stream_tail(stream, TURN_LOOKBACK)
+    let (version, last_turn_event) = session_head(state.ctx.store().pool(), stream)
         .await
         .map_err(|e| ApiError::internal("event store unavailable", e))?;
-    let last = tail.last().cloned();
     let turn_timeout =
         chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
-    // The persona's autonomy messages land in the conversation without being a turn: the
-    // last turn event decides whether one is running.
-    let last_turn_event = tail
-        .iter()
-        .rev()
-        .find(|e| e.event_type != AutonomyMessageRendered::EVENT_TYPE);
-    if let Some(last) = last_turn_event {
-        let running =
-            !ends_turn(&last.event_type) && chrono::Utc::now() - last.recorded_at < turn_timeout;
+    if let Some((event_type, recorded_at)) = last_turn_event {
+        let running = !ends_turn(&event_type) && chrono::Utc::now() - recorded_at < turn_timeout;
         if running {
             return Err(busy(&input.session_id));
         }
     }
-    let expected = ExpectedVersion::Exact(last.as_ref().map_or(0, |e| e.version));
+    let expected = ExpectedVersion::Exact(version);
     let (traceparent, tracestate) = telemetry::current_trace_headers();
     let message = UserMessageReceived {
         session_id: input.session_id.clone(),
