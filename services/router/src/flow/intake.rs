@@ -271,7 +271,7 @@ impl Router {
         n: u32,
     ) -> Result<(), HandlerError> {
         let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1);
-        if n < every || n % every != 0 {
+        if n < every || !n.is_multiple_of(every) {
             return Ok(());
         }
         let request = SummarizeRequested {
