@@ -60,6 +60,12 @@ async fn persona_killed_after_storing_the_reply_but_before_the_ack_replies_once(
     let done = events.last().unwrap();
     assert_eq!(done.event, "done");
     assert_eq!(done.data["reply_text"], "only once");
+    // Read your writes: `done` comes only once the turn is listed, also when the successor
+    // announces the reply the crashed process stored.
+    let listed = AssistantTextProjection::recent(app.store.pool(), "c1", 10)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2, "listed when done arrives: {listed:?}");
 
     // The successor got the redelivery (the consumer's ack wait is 3 s in tests) and
     // found the stored reply instead of rendering again.
