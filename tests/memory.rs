@@ -173,6 +173,7 @@ async fn like_then_confirm_then_opposite_revokes_and_survives_redelivery_and_reb
         "{body}"
     );
     assert_eq!(body["interest"]["interaction_mode"], "support");
+    app.cleanup().await;
 }
 
 async fn get_memory(app: &TestApp, query: &str, token: Option<&str>) -> (u16, Value) {
@@ -212,6 +213,7 @@ async fn the_memory_debug_api_refuses_bad_requests_clearly() {
     assert_eq!(get_memory(&app, "?persona=", Some(TOKEN)).await.0, 400);
     assert_eq!(get_memory(&app, "?persona=a%20b", Some(TOKEN)).await.0, 400);
     assert_eq!(get_memory(&app, "?persons=kuro", Some(TOKEN)).await.0, 400);
+    app.cleanup().await;
 }
 
 fn plan_requests(app: &TestApp) -> usize {
@@ -257,6 +259,7 @@ async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
         memory.interest.is_none(),
         "not even the valid interest update"
     );
+    app.cleanup().await;
 }
 
 #[tokio::test]
@@ -294,6 +297,7 @@ async fn a_hanging_or_failing_write_plan_never_holds_up_a_reply() {
     app.reply(Script::reply("元気です。"));
     let events = app.chat("memory-s3", "how are you").await;
     assert_eq!(events.last().unwrap().data["reply_text"], "元気です。");
+    app.cleanup().await;
 }
 
 #[tokio::test]
@@ -303,4 +307,5 @@ async fn without_the_write_plan_service_replies_go_on() {
     let events = app.chat("memory-s4", "I like green peppers").await;
     assert_eq!(events.last().unwrap().data["reply_text"], "はい。");
     assert_eq!(persona_events(&app, EventAnnotated::EVENT_TYPE).await, 0);
+    app.cleanup().await;
 }

@@ -180,6 +180,7 @@ async fn a_memory_from_one_session_is_recalled_in_a_later_one() {
         .0,
         404
     );
+    app.cleanup().await;
 }
 
 #[tokio::test]
@@ -212,6 +213,7 @@ async fn an_unusable_selection_means_no_memories_and_the_reply_goes_on() {
         .system_text()
         .unwrap()
         .contains("What you remember now"));
+    app.cleanup().await;
 }
 
 /// One user utterance of session `old` at `position`, straight into `assistant_text`.
@@ -287,6 +289,7 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
     assert!(hiker[0].contains("登山"), "{hiker:?}");
     assert!(cook[0].contains("料理"), "{cook:?}");
     assert_ne!(hiker, cook);
+    env.cleanup().await;
 }
 
 /// Plants utterances of an old session: the memory at position 1, then enough newer lines
@@ -365,6 +368,7 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
         .await
         .unwrap();
     assert_eq!(stored, 2 * 26);
+    env.cleanup().await;
 }
 
 /// Collects for `message` with only the database sources (no vector model).
@@ -440,4 +444,5 @@ async fn the_trigram_sources_find_the_lines_holding_the_messages_rare_words_firs
     // A message of function words only falls back to sentence similarity.
     let vague = collect_for(store.pool(), "do you remember the thing?").await;
     assert!(vague.counts["trigram_events"] > 1, "{:?}", vague.counts);
+    env.cleanup().await;
 }
