@@ -15,10 +15,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use futures::TryStreamExt;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
-use ghost_testkit::testing::TestEnv;
+use ghost_testkit::testing::{pipeline_idle, TestEnv};
 use serde::Serialize;
 
 use crate::children::{free_loopback_addr, wait_ready, Children};
@@ -294,7 +293,7 @@ async fn drive(
             .iter()
             .zip(&answers)
             .all(|((_, s), a)| !s.accepted || *a > 0);
-        let idle = idle(&ctx, &store, &env.config.ghost.bus.stream_name).await;
+        let idle = pipeline_idle(ctx.bus(), &store, &env.config.ghost.bus.stream_name).await;
         quiet_rounds = if idle { quiet_rounds + 1 } else { 0 };
         if all && quiet_rounds >= 2 {
             quiescent = true;
@@ -556,36 +555,6 @@ async fn http_answers(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     bail!("the gateway did not answer GET /api/sessions/{session}/messages")
-}
-
-/// Nothing in flight: the outbox is empty and no durable consumer has pending or
-/// unacknowledged messages.
-async fn idle(
-    ctx: &ghost_shared::service::ServiceContext,
-    store: &ghost_shared::store::EventStore,
-    stream_name: &str,
-) -> bool {
-    let check = async {
-        let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
-            .fetch_one(store.pool())
-            .await
-            .ok()?;
-        if outbox > 0 {
-            return None;
-        }
-        let stream = ctx.bus().jetstream().get_stream(stream_name).await.ok()?;
-        let names: Vec<String> = stream.consumer_names().try_collect().await.ok()?;
-        for name in names {
-            let mut consumer: async_nats::jetstream::consumer::PullConsumer =
-                stream.get_consumer(&name).await.ok()?;
-            let info = consumer.info().await.ok()?;
-            if info.num_pending > 0 || info.num_ack_pending > 0 {
-                return None;
-            }
-        }
-        Some(())
-    };
-    check.await.is_some()
 }
 
 fn print_report(report: &ChaosReport, args: &ChaosArgs) -> Result<()> {

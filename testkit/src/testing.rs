@@ -170,6 +170,39 @@ async fn create_database(admin_url: &str, name: &str) {
     }
 }
 
+/// Whether nothing is in flight: the outbox is empty (every committed event is published)
+/// and no durable consumer of the event stream `stream_name` has pending or unacknowledged
+/// messages. After this, nothing more happens on its own (but timers such as the turn
+/// watchdog).
+pub async fn pipeline_idle(
+    bus: &ghost_shared::bus::Bus,
+    store: &EventStore,
+    stream_name: &str,
+) -> bool {
+    use futures::TryStreamExt;
+    let check = async {
+        let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+            .fetch_one(store.pool())
+            .await
+            .ok()?;
+        if outbox > 0 {
+            return None;
+        }
+        let stream = bus.jetstream().get_stream(stream_name).await.ok()?;
+        let names: Vec<String> = stream.consumer_names().try_collect().await.ok()?;
+        for name in names {
+            let mut consumer: async_nats::jetstream::consumer::PullConsumer =
+                stream.get_consumer(&name).await.ok()?;
+            let info = consumer.info().await.ok()?;
+            if info.num_pending > 0 || info.num_ack_pending > 0 {
+                return None;
+            }
+        }
+        Some(())
+    };
+    check.await.is_some()
+}
+
 /// Polls `check` every 20 ms until it yields `Some`, or panics after `timeout`
 /// (a generous bound against hangs, not a performance assertion).
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T

@@ -259,28 +259,12 @@ impl TestApp {
     /// committed event is published). After this, nothing more happens on its own (but
     /// timers such as the turn watchdog).
     pub async fn wait_idle(&self) {
-        use futures::TryStreamExt;
-        let js = self.stack.ctx.bus().jetstream();
-        let stream_name = self.env.config.ghost.bus.stream_name.clone();
+        let bus = self.stack.ctx.bus();
+        let stream_name = &self.env.config.ghost.bus.stream_name;
         ghost_testkit::testing::eventually(Duration::from_secs(120), "idle", || async {
-            let outbox: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
-                .fetch_one(self.store.pool())
+            ghost_testkit::testing::pipeline_idle(bus, &self.store, stream_name)
                 .await
-                .ok()?;
-            if outbox > 0 {
-                return None;
-            }
-            let stream = js.get_stream(&stream_name).await.ok()?;
-            let names: Vec<String> = stream.consumer_names().try_collect().await.ok()?;
-            for name in names {
-                let mut consumer: async_nats::jetstream::consumer::PullConsumer =
-                    stream.get_consumer(&name).await.ok()?;
-                let info = consumer.info().await.ok()?;
-                if info.num_pending > 0 || info.num_ack_pending > 0 {
-                    return None;
-                }
-            }
-            Some(())
+                .then_some(())
         })
         .await;
     }
