@@ -176,9 +176,13 @@ impl Projection for AssistantTextProjection {
             }
             _ => return Ok(()),
         };
+        // No conflict target: the same row may be written at the same moment by the
+        // projection runner and by one or two personas listing their turn, and with
+        // `(event_id)` as the only arbiter the primary key `(session_id, position)` could
+        // still raise a unique violation between two such writers.
         sqlx::query(
             "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
         )
         .bind(session_id)
         .bind(event.position)
