@@ -6,6 +6,7 @@ mod support;
 
 use std::time::Duration;
 
+use ghost::children::free_loopback_addr;
 use ghost::stack::ServiceName;
 use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided, UserMessageReceived};
 use ghost_shared::projections::AssistantTextProjection;
@@ -199,12 +200,6 @@ async fn router_killed_between_commit_and_publish_still_reaches_the_persona_once
     app.cleanup().await;
 }
 
-/// A free loopback address for a child gateway (bound, read, released).
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 /// POSTs a signed LINE webhook to the gateway at `addr` once it accepts connections.
 async fn post_line_to(addr: &str, body: &str) -> reqwest::Result<reqwest::Response> {
     let connected = eventually(
@@ -232,7 +227,7 @@ async fn gateway_killed_after_a_webhook_commit_replies_once_after_the_redelivery
     c.app.reply(Script::reply("just once"));
     // The grouped webhook commit is followed by this fault point: the webhook is stored,
     // never answered, its events not yet published.
-    let doomed_addr = free_addr();
+    let doomed_addr = free_loopback_addr().unwrap();
     let mut doomed = c.app.spawn_child(
         "gateway",
         &[
@@ -263,7 +258,7 @@ async fn gateway_killed_after_a_webhook_commit_replies_once_after_the_redelivery
         .stream;
 
     // LINE redelivers (no 2xx) to a healthy gateway: nothing new is stored, one reply goes out.
-    let healthy_addr = free_addr();
+    let healthy_addr = free_loopback_addr().unwrap();
     let _healthy = c
         .app
         .spawn_child("gateway", &[("GHOST_GATEWAY__LISTEN", &healthy_addr)]);
