@@ -13,7 +13,7 @@ use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::projector::{CatchUp, Projection, ProjectionError, ProjectionRunner};
 use ghost_shared::store::{EventStore, ExpectedVersion, StoreError};
-use ghost_testkit::testing::{repo_config_dir, TestEnv};
+use ghost_testkit::testing::{eventually, repo_config_dir, TestEnv};
 use serde_json::{json, Value};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -344,6 +344,79 @@ async fn retry_applies_what_works_now_and_keeps_what_still_fails() {
     let again = runner.retry_parked().await.unwrap();
     assert!(again.applied.is_empty());
     assert_eq!(again.still_parked.len(), 1);
+    env.cleanup().await;
+}
+
+/// `Picky` woken only by its own type, as the real projections are.
+struct WokenByPicked(Picky);
+
+#[async_trait::async_trait]
+impl Projection for WokenByPicked {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        self.0.apply(tx, event).await
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        self.0.reset(tx).await
+    }
+
+    fn wakes_on(&self, event_type: &str) -> bool {
+        event_type == "Picked"
+    }
+}
+
+async fn picky_checkpoint(store: &EventStore) -> Option<i64> {
+    sqlx::query_scalar("SELECT position FROM projection_checkpoints WHERE name = 'picky'")
+        .fetch_optional(store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_runner_wakes_only_for_the_event_types_it_projects_and_still_applies_every_event() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    append(&store, "session-w", &[pick(1)]).await;
+    // No polling to speak of: only notifications wake this runner.
+    let runner = ProjectionRunner::new(
+        store.clone(),
+        Arc::new(WokenByPicked(Picky::new())),
+        500,
+        Duration::from_secs(3600),
+    );
+    let task = tokio::spawn(runner.run());
+    let first = eventually(Duration::from_secs(30), "the first pass", || async {
+        picky_checkpoint(&store).await
+    })
+    .await;
+    assert_eq!(picked(&store).await, [1]);
+
+    // An append of a type it does not project wakes nothing: its checkpoint stays.
+    let other = append(&store, "session-w", &[raw("NotPicked", json!({}))]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(picky_checkpoint(&store).await, Some(first));
+
+    // One of its own wakes it, and that pass applies both, in order.
+    append(&store, "session-w", &[pick(2)]).await;
+    eventually(Duration::from_secs(30), "woken by Picked", || async {
+        (picked(&store).await == [1, 2]).then_some(())
+    })
+    .await;
+    let checkpoint = picky_checkpoint(&store).await.expect("checkpoint");
+    assert!(
+        checkpoint > other[0].position,
+        "the ignored event was passed too"
+    );
+    task.abort();
     env.cleanup().await;
 }
 

@@ -104,6 +104,15 @@ pub trait Projection: Send + Sync + 'static {
 
     /// Empties the read model before a rebuild.
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError>;
+
+    /// Whether an append holding an event of `event_type` wakes this projection's runner at
+    /// once. Every event is still applied, in order: one of a type that wakes nobody waits
+    /// for the next pass (another event's wake-up or the poll interval). Returning false for
+    /// types a projection ignores spares Postgres a pass per append of them; every runner
+    /// woken by every append was most of the store's statements on a chat turn.
+    fn wakes_on(&self, _event_type: &str) -> bool {
+        true
+    }
 }
 
 /// Drives one projection from the store.
@@ -179,39 +188,58 @@ impl ProjectionRunner {
             pending: false,
         };
         loop {
-            let (n, parked, locked) = self.batch().await?;
-            pass.processed += n;
-            pass.parked += parked;
-            if !locked {
+            let batch = self.batch().await?;
+            pass.processed += batch.read;
+            pass.parked += batch.parked;
+            if !batch.locked {
                 return Ok(pass);
             }
-            if (n as i64) < self.batch_size {
-                pass.pending = self.has_newer().await?;
+            if (batch.read as i64) < self.batch_size {
+                pass.pending = batch.pending;
                 return Ok(pass);
             }
         }
     }
 
-    /// One batch: (events read, events parked, whether this process held the lock).
-    async fn batch(&self) -> Result<(usize, usize, bool), ProjectionError> {
+    /// One batch, in one transaction: the lock and the checkpoint in one statement, the
+    /// read, the model's writes, the new checkpoint and, when the read came back short,
+    /// whether newer events are held back (each statement saved is saved on every pass).
+    async fn batch(&self) -> Result<Batch, ProjectionError> {
         let mut tx = self.store.pool().begin().await?;
-        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
-            .bind(self.lock_key())
-            .fetch_one(&mut *tx)
-            .await?;
-        if !locked {
-            return Ok((0, 0, false));
-        }
-        let from = checkpoint(&mut *tx, self.projection.name()).await?;
-        let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
-        let Some(last) = events.last() else {
-            return Ok((0, 0, true));
+        let (locked, tx_id, position): (bool, Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT l.locked, c.tx_id, c.position \
+             FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) l \
+             LEFT JOIN projection_checkpoints c ON l.locked AND c.name = $2",
+        )
+        .bind(self.lock_key())
+        .bind(self.projection.name())
+        .fetch_one(&mut *tx)
+        .await?;
+        let mut batch = Batch {
+            read: 0,
+            parked: 0,
+            locked,
+            pending: false,
         };
-        let last = ReadPosition::of(last);
-        let parked = self.apply_batch(&mut tx, &events).await?;
-        save_checkpoint(&mut tx, self.projection.name(), last).await?;
+        if !locked {
+            return Ok(batch);
+        }
+        let from = match (tx_id, position) {
+            (Some(tx_id), Some(position)) => ReadPosition { tx_id, position },
+            _ => ReadPosition::START,
+        };
+        let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
+        batch.read = events.len();
+        let last = events.last().map(ReadPosition::of).unwrap_or(from);
+        if !events.is_empty() {
+            batch.parked = self.apply_batch(&mut tx, &events).await?;
+            save_checkpoint(&mut tx, self.projection.name(), last).await?;
+        }
+        if (events.len() as i64) < self.batch_size {
+            batch.pending = newer_than(&mut *tx, last).await?;
+        }
         tx.commit().await?;
-        Ok((events.len(), parked, true))
+        Ok(batch)
     }
 
     /// Applies `events` in `tx`: all at once inside a savepoint, or, when one of them fails
@@ -332,17 +360,6 @@ impl ProjectionRunner {
         Ok((events.max(0) as u64, Duration::from_secs_f64(age.max(0.0))))
     }
 
-    async fn has_newer(&self) -> Result<bool, ProjectionError> {
-        let from = checkpoint(self.store.pool(), self.projection.name()).await?;
-        Ok(sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM events WHERE (tx_id, position) > ($1, $2))",
-        )
-        .bind(from.tx_id)
-        .bind(from.position)
-        .fetch_one(self.store.pool())
-        .await?)
-    }
-
     /// Empties the read model (and forgets what it parked) and replays every event from
     /// position 0, in one transaction (readers see either the old rows or the rebuilt
     /// ones), parking again what still fails. Returns events replayed.
@@ -368,8 +385,26 @@ impl ProjectionRunner {
         Ok(total)
     }
 
+    /// Waits until an append notification names a type this projection wakes on, or
+    /// `wait` passes. A listener error (it reconnects, and may have missed notifications)
+    /// ends the wait too.
+    async fn wait_for_wake(&self, listener: &mut PgListener, wait: Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, listener.recv()).await {
+                Err(_) => return,
+                Ok(Ok(n)) if wakes(self.projection.as_ref(), n.payload()) => return,
+                Ok(Ok(_)) => continue,
+                Ok(Err(e)) => {
+                    debug!(error = %e, "listener error; it reconnects");
+                    return;
+                }
+            }
+        }
+    }
+
     /// Keeps the projection current until the task is aborted: woken by append
-    /// notifications, polling as a fallback.
+    /// notifications of the types it wakes on, polling as a fallback.
     pub async fn run(self) {
         let mut listener = match PgListener::connect_with(self.store.pool()).await {
             Ok(mut l) => match l.listen(NOTIFY_CHANNEL).await {
@@ -411,15 +446,43 @@ impl ProjectionRunner {
                 }
             };
             match listener.as_mut() {
-                Some(l) => {
-                    if let Ok(Err(e)) = tokio::time::timeout(wait, l.recv()).await {
-                        debug!(error = %e, "listener error; it reconnects");
-                    }
-                }
+                Some(l) => self.wait_for_wake(l, wait).await,
                 None => tokio::time::sleep(wait).await,
             }
         }
     }
+}
+
+/// Whether an append notification (its payload: the appended event types, comma
+/// separated) wakes `projection`. A payload naming no type wakes every projection.
+fn wakes(projection: &dyn Projection, payload: &str) -> bool {
+    payload.is_empty() || payload.split(',').any(|t| projection.wakes_on(t))
+}
+
+/// What one batch did.
+struct Batch {
+    /// Events read (and applied, skipped or parked).
+    read: usize,
+    /// Events parked.
+    parked: usize,
+    /// Whether this process held the projection's lock.
+    locked: bool,
+    /// Whether newer events exist that the read held back (still-running transactions).
+    pending: bool,
+}
+
+/// Whether events after `at` exist, committed or not yet visible to a gap-safe read.
+async fn newer_than<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    at: ReadPosition,
+) -> Result<bool, ProjectionError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE (tx_id, position) > ($1, $2))",
+    )
+    .bind(at.tx_id)
+    .bind(at.position)
+    .fetch_one(executor)
+    .await?)
 }
 
 async fn checkpoint<'e>(

@@ -202,6 +202,17 @@ impl Projection for MemoryProjection {
         Self::NAME
     }
 
+    fn wakes_on(&self, event_type: &str) -> bool {
+        [
+            StateUpserted::EVENT_TYPE,
+            StateClosed::EVENT_TYPE,
+            PreferenceUpdated::EVENT_TYPE,
+            InterestStateUpdated::EVENT_TYPE,
+            EventAnnotated::EVENT_TYPE,
+        ]
+        .contains(&event_type)
+    }
+
     async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,

@@ -18,7 +18,8 @@ pub use append::{AppendOutcome, ExpectedVersion};
 pub use append_batch::AppendRequest;
 pub use read::{read_all_after_in, ReadPosition};
 
-/// Channel on which every append notifies (payload: the stream name), to wake readers.
+/// Channel on which every append notifies, to wake readers (payload: the appended event
+/// types, comma separated; empty: wake everyone).
 pub const NOTIFY_CHANNEL: &str = "ghost_events";
 
 /// What can go wrong talking to the event store.

@@ -13,7 +13,10 @@ pub use analyze::AnalyzeResults;
 pub use log::{Misrouted, RoutingLog, RoutingLogRow};
 pub use sessions::{RoutingSessions, SessionRow};
 
-use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
+use ghost_shared::events::{
+    LoopDecided, RenderRequested, RouteDecided, SessionSummarized, WorkRequested, WorkerCompleted,
+};
 use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
 
@@ -32,6 +35,21 @@ impl RoutingProjection {
 impl Projection for RoutingProjection {
     fn name(&self) -> &'static str {
         Self::NAME
+    }
+
+    /// Not woken by `UserMessageReceived`: the router's `RouteDecided` follows within
+    /// milliseconds, and its pass applies both (a message never routed is applied at the
+    /// poll interval).
+    fn wakes_on(&self, event_type: &str) -> bool {
+        [
+            RouteDecided::EVENT_TYPE,
+            SessionSummarized::EVENT_TYPE,
+            WorkRequested::EVENT_TYPE,
+            LoopDecided::EVENT_TYPE,
+            RenderRequested::EVENT_TYPE,
+            WorkerCompleted::EVENT_TYPE,
+        ]
+        .contains(&event_type)
     }
 
     async fn apply(
