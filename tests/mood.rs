@@ -171,12 +171,7 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
             .map(|e| reflected(&persona, e["at"].as_f64().unwrap(), affect_of(e)))
             .collect();
         for chunk in events.chunks(100) {
-            app.stack
-                .ctx
-                .log
-                .append(&persona_stream(&persona), ExpectedVersion::Any, chunk)
-                .await
-                .unwrap();
+            append_reflected(&app, &persona, chunk).await;
         }
         let expected_window = events.len().min(500) as i64;
         eventually(Duration::from_secs(30), "episodes projected", || async {
@@ -195,6 +190,12 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
     // Rebuilding the projection from position 0 gives the same rows.
     let live = mood_rows(&app.store).await;
     assert!(!live.0.is_empty() && !live.1.is_empty());
+    // Each summary row's count (moved by every insert and trim, never recounted) is the
+    // number of rows its window has.
+    for (persona, count, _) in &live.0 {
+        let rows = live.1.iter().filter(|e| &e.0 == persona).count();
+        assert_eq!(*count as usize, rows, "{persona}");
+    }
     // Start from deliberately wrong rows in both tables.
     support::execute_all(
         &app.store,
@@ -250,12 +251,7 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
     let half = events.len() / 2;
     let mut first = None;
     for (part, upto) in [(&events[..half], half), (&events[half..], events.len())] {
-        app.stack
-            .ctx
-            .log
-            .append(&persona_stream(persona), ExpectedVersion::Any, part)
-            .await
-            .unwrap();
+        append_reflected(&app, persona, part).await;
         eventually(Duration::from_secs(30), "episodes projected", || async {
             (episode_count(&app.store, persona).await == upto as i64).then_some(())
         })
@@ -273,6 +269,54 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
     );
     assert_mood(&later, &case["expect"], "after the later episodes");
     app.cleanup().await;
+}
+
+/// The window keeps the newest `max_episodes` by time, whatever order they arrive in, and
+/// its summary row counts exactly the rows kept.
+#[tokio::test]
+async fn the_window_keeps_the_newest_episodes_and_counts_them() {
+    let app = TestApp::spawn_adjusted(&[ServiceName::Mood], &[], |c| {
+        c.ghost.mood.constants.max_episodes = 3;
+    })
+    .await;
+    let persona = "trimmed";
+    let joy = |at: f64| {
+        let affect = json!({"label": "joy", "intensity": 0.5, "salience": 0.5, "confidence": 0.5});
+        reflected(persona, at, affect_of(&affect))
+    };
+    append_reflected(&app, persona, &[joy(10.0), joy(20.0), joy(30.0), joy(40.0)]).await;
+    assert_eq!(window_becomes(&app, persona, &[20.0, 30.0, 40.0]).await, 3);
+    // An episode older than the whole window arrives late: it is not kept.
+    append_reflected(&app, persona, &[joy(5.0)]).await;
+    append_reflected(&app, persona, &[joy(50.0)]).await;
+    assert_eq!(window_becomes(&app, persona, &[30.0, 40.0, 50.0]).await, 3);
+    app.cleanup().await;
+}
+
+async fn append_reflected(app: &TestApp, persona: &str, events: &[NewEvent]) {
+    app.stack
+        .ctx
+        .log
+        .append(&persona_stream(persona), ExpectedVersion::Any, events)
+        .await
+        .unwrap();
+}
+
+/// Waits until `persona`'s window holds exactly the episodes at `ats`; its summary count.
+async fn window_becomes(app: &TestApp, persona: &str, ats: &[f64]) -> i64 {
+    eventually(Duration::from_secs(30), "episodes projected", || async {
+        let kept: Vec<f64> =
+            sqlx::query_scalar("SELECT at FROM mood_episodes WHERE persona = $1 ORDER BY at")
+                .bind(persona)
+                .fetch_all(app.store.pool())
+                .await
+                .unwrap();
+        if kept != ats {
+            return None;
+        }
+        Some(episode_count(&app.store, persona).await)
+    })
+    .await
 }
 
 const REPLY: &str = "今日はいい天気だね。散歩に行こうか？";

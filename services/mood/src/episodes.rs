@@ -48,7 +48,8 @@ impl MoodEpisodes {
     }
 
     /// The episodes of `persona` projected after `mark` (in the projection's order), and how
-    /// many rows the persona's window has now: what a cached window needs to catch up.
+    /// many rows the persona's window has now (its summary row's count, kept in the same
+    /// transactions as the rows): what a cached window needs to catch up.
     pub async fn load_after<'e>(
         &self,
         executor: impl PgExecutor<'e>,
@@ -58,7 +59,8 @@ impl MoodEpisodes {
         let rows = sqlx::query(
             "SELECT t.total, e.tx_id, e.position, e.at, e.label, e.intensity, e.salience, \
              e.confidence, e.policy \
-             FROM (SELECT count(*) AS total FROM mood_episodes WHERE persona = $1) t \
+             FROM (SELECT COALESCE((SELECT episode_count FROM partner_mood_state \
+                                    WHERE persona = $1), 0)::bigint AS total) t \
              LEFT JOIN mood_episodes e ON e.persona = $1 \
               AND (COALESCE(e.tx_id, 0), e.position) > ($2, $3) \
              ORDER BY COALESCE(e.tx_id, 0), e.position",
@@ -127,6 +129,10 @@ impl Projection for MoodEpisodes {
         NAME
     }
 
+    fn wakes_on(&self, event_type: &str) -> bool {
+        [AssistantReplied::EVENT_TYPE, AffectReflected::EVENT_TYPE].contains(&event_type)
+    }
+
     async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
@@ -159,7 +165,7 @@ impl Projection for MoodEpisodes {
             warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
             return Ok(());
         }
-        sqlx::query(
+        let inserted = sqlx::query(
             "INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         )
@@ -173,30 +179,44 @@ impl Projection for MoodEpisodes {
         .bind(episode.policy.map(|p| serde_json::to_value(p).unwrap_or_default()))
         .bind(event.tx_id)
         .execute(&mut **tx)
-        .await?;
-        // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
-        // in-memory window does.
-        let keep = self.constants.max_episodes as i64;
-        sqlx::query(
-            "DELETE FROM mood_episodes WHERE persona = $1 AND (at, position) < \
-             (SELECT at, position FROM mood_episodes WHERE persona = $1 \
-              ORDER BY at DESC, position DESC OFFSET $2 LIMIT 1)",
-        )
-        .bind(&persona)
-        .bind(keep - 1)
-        .execute(&mut **tx)
-        .await?;
-        sqlx::query(
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            return Ok(()); // applied before (a replay): nothing changed
+        }
+        // The summary row counts the window's rows, kept by this projection alone, so the
+        // count moves with each insert and trim instead of being counted again (a count of
+        // a full window read every one of its rows on every reply).
+        let count: i32 = sqlx::query_scalar(
             "INSERT INTO partner_mood_state (persona, episode_count, last_event_id, updated_at) \
-             SELECT $1, count(*), $2, $3 FROM mood_episodes WHERE persona = $1 \
-             ON CONFLICT (persona) DO UPDATE SET episode_count = EXCLUDED.episode_count, \
-             last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at",
+             VALUES ($1, 1, $2, $3) \
+             ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
+             last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
+             RETURNING episode_count",
         )
         .bind(&persona)
         .bind(event.event_id)
         .bind(event.recorded_at)
-        .execute(&mut **tx)
+        .fetch_one(&mut **tx)
         .await?;
+        // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
+        // in-memory window does: drop the oldest beyond it, walking the window's index.
+        let excess = i64::from(count) - self.constants.max_episodes as i64;
+        if excess > 0 {
+            sqlx::query(
+                "WITH dropped AS ( \
+                   DELETE FROM mood_episodes WHERE (persona, at, position) IN ( \
+                     SELECT persona, at, position FROM mood_episodes WHERE persona = $1 \
+                     ORDER BY at, position LIMIT $2) \
+                   RETURNING 1) \
+                 UPDATE partner_mood_state SET episode_count = episode_count - (SELECT count(*) FROM dropped) \
+                 WHERE persona = $1",
+            )
+            .bind(&persona)
+            .bind(excess)
+            .execute(&mut **tx)
+            .await?;
+        }
         Ok(())
     }
 
