@@ -20,6 +20,9 @@ pub(crate) struct Turn {
     pub session: SessionRouting,
     /// The session's previous primary route decision, if any.
     pub previous: Option<RouteDecided>,
+    /// The session's short-memory summary when the turn was read, if the worker has
+    /// written one.
+    pub summary: Option<String>,
 }
 
 impl Turn {
@@ -38,12 +41,17 @@ impl Router {
     /// The turn of a `UserMessageReceived` event.
     pub(crate) async fn turn_of(&self, event: &RecordedEvent) -> Result<Turn, HandlerError> {
         let message: UserMessageReceived = event.decode().map_err(HandlerError::permanent)?;
-        let (session, previous) = self.session_before(&event.stream, event.version).await?;
+        // Independent reads, side by side: every one is a round trip on a chat turn's path.
+        let ((session, previous), summary) = tokio::try_join!(
+            self.session_before(&event.stream, event.version),
+            self.stored_summary(&message.session_id)
+        )?;
         Ok(Turn {
             event: event.clone(),
             message,
             session,
             previous,
+            summary,
         })
     }
 
@@ -174,9 +182,15 @@ impl Router {
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
-    /// The session's short-memory summary, if the worker has written one.
+    /// The session's short-memory summary, if the worker has written one (read with the
+    /// turn).
     pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
-        RoutingSessions::summary(self.ctx.store().pool(), &turn.message.session_id)
+        Ok(turn.summary.clone())
+    }
+
+    /// The summary stored for `session_id` now.
+    async fn stored_summary(&self, session_id: &str) -> Result<Option<String>, HandlerError> {
+        RoutingSessions::summary(self.ctx.store().pool(), session_id)
             .await
             .map_err(HandlerError::transient)
     }
