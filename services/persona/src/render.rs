@@ -187,18 +187,27 @@ impl Renderer {
     }
 
     /// The conversation before this turn, oldest first, ending with the user's message.
+    /// The recall (which may call the model and records what it did) starts only once
+    /// `proceed` says so; the history and the mood are plain reads and start at once.
     async fn messages(
         &self,
         request: &RenderRequested,
         cause: &RecordedEvent,
+        proceed: impl std::future::Future<Output = bool>,
     ) -> Result<(Vec<ChatMessage>, Option<RecordedEvent>), HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
         // The history, the mood and the recall do not depend on each other: asked at once.
         let store = self.ctx.store();
+        let recall = async {
+            match proceed.await {
+                true => self.recall(request, cause).await,
+                false => None,
+            }
+        };
         let (tail, mood, recalled) = tokio::join!(
             store.read_stream_tail(&cause.stream, (history_turns as i64) * 4 + 8),
             self.current_mood().instrument(info_span!("mood_request")),
-            self.recall(request, cause),
+            recall,
         );
         let tail = tail.map_err(HandlerError::transient)?;
         let mut history: Vec<ChatMessage> = Vec::new();
@@ -434,12 +443,25 @@ impl EventHandler for Renderer {
                 .iter()
                 .map(|step| ghost_shared::ids::derive_event_id(event.event_id, step)),
         );
-        let done = self
-            .ctx
-            .store()
-            .get_first_of(&ids)
-            .await
-            .map_err(HandlerError::transient)?;
+        let store = self.ctx.store();
+        // A reply (no work result to judge) needs the conversation, the mood and the
+        // recall: read beside the outcome check (all reads; a redelivery just drops them),
+        // instead of one round trip after another.
+        let (done, prepared) = if request.may_propose {
+            (store.get_first_of(&ids).await, None)
+        } else {
+            // The recall may call the model: it waits for the check to say "not done yet".
+            let (not_done, proceed) = tokio::sync::oneshot::channel();
+            let check = async {
+                let done = store.get_first_of(&ids).await;
+                let _ = not_done.send(matches!(done, Ok(None)));
+                done
+            };
+            let proceed = async { proceed.await.unwrap_or(false) };
+            let (done, prepared) = tokio::join!(check, self.messages(&request, &event, proceed));
+            (done, Some(prepared))
+        };
+        let done = done.map_err(HandlerError::transient)?;
         if let Some(done) = done {
             if done.is::<PersonaProposed>() {
                 info!(event_id = %done.event_id, "proposal already made; the router decides");
@@ -472,7 +494,13 @@ impl EventHandler for Renderer {
             return Ok(());
         }
 
-        let (messages, user_event) = self.messages(&request, &event).await?;
+        let (messages, user_event) = match prepared {
+            Some(prepared) => prepared?,
+            None => {
+                self.messages(&request, &event, std::future::ready(true))
+                    .await?
+            }
+        };
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
         let generated = self
@@ -532,12 +560,26 @@ impl EventHandler for Renderer {
             }
         };
         ghost_shared::fault::point("persona.before_append");
-        let stored = self
+        // The outcome is listed in the conversation while it is published: both before
+        // anyone hears of it on the turn's subject.
+        let user = user_event.as_ref();
+        let (stored, listed) = self
             .ctx
             .log
-            .append(&stream, ExpectedVersion::Any, &[new_event])
+            .append_beside_publish(
+                &stream,
+                ExpectedVersion::Any,
+                &[new_event],
+                |stored| async move {
+                    match stored.events.first() {
+                        Some(outcome) => self.list_turn(turn, user, outcome).await,
+                        None => Ok(()),
+                    }
+                },
+            )
             .await
             .map_err(HandlerError::transient)?;
+        listed?;
         ghost_shared::fault::point("persona.after_append");
         // Another handler (or the watchdog) closed the turn first: its outcome stands.
         let message = match (stored.duplicate, stored.events.first()) {
@@ -547,9 +589,6 @@ impl EventHandler for Renderer {
             }
             _ => message,
         };
-        if let Some(outcome) = stored.events.first() {
-            self.list_turn(turn, user_event.as_ref(), outcome).await?;
-        }
         if !stored.duplicate {
             // Counted before the client hears of it, so a scrape after the reply sees it.
             let user_at = user_event.as_ref().map(|e| e.recorded_at);

@@ -64,11 +64,34 @@ impl EventLog {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome, EventLogError> {
-        let outcome = self.store.append(stream, expected, events).await?;
-        crate::fault::point("store.after_commit");
-        self.publish_outcomes(std::slice::from_ref(&outcome))
+        let (outcome, ()) = self
+            .append_beside_publish(stream, expected, events, |_| async {})
             .await?;
         Ok(outcome)
+    }
+
+    /// Appends like [`Self::append`], and once committed runs `beside` on the stored
+    /// outcome while the events are published: work that needs the commit but not the
+    /// publish (listing a reply in the conversation) costs no round trip of its own.
+    pub async fn append_beside_publish<F, Fut, T>(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        beside: F,
+    ) -> Result<(AppendOutcome, T), EventLogError>
+    where
+        F: FnOnce(AppendOutcome) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let outcome = self.store.append(stream, expected, events).await?;
+        crate::fault::point("store.after_commit");
+        let (published, beside) = tokio::join!(
+            self.publish_outcomes(std::slice::from_ref(&outcome)),
+            beside(outcome.clone())
+        );
+        published?;
+        Ok((outcome, beside))
     }
 
     /// Publishes what committed appends stored: all of a new append's events, and of a

@@ -70,19 +70,18 @@ impl AssistantTextProjection {
             .await
     }
 
-    /// Stores the events' rows now, in one transaction, as the projection will (it then
+    /// Stores the events' rows now, in one statement, as the projection will (it then
     /// finds them there): how a reply or an autonomy message is in `assistant_text` before
     /// it is announced, whether or not this process's projection runner gets to it.
     pub async fn store_now(
         pool: &sqlx::PgPool,
         events: &[&RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut tx = pool.begin().await?;
+        let mut rows = Vec::with_capacity(events.len());
         for event in events {
-            Self.apply(&mut tx, event).await?;
+            rows.extend(row_of(event)?);
         }
-        tx.commit().await?;
-        Ok(())
+        insert_rows(pool, &rows).await
     }
 
     /// The display style (`chat`, `notify`) of each autonomy message among `event_ids`, from
@@ -138,63 +137,24 @@ impl Projection for AssistantTextProjection {
         Self::NAME
     }
 
+    fn wakes_on(&self, event_type: &str) -> bool {
+        [
+            UserMessageReceived::EVENT_TYPE,
+            AutonomyMessageRendered::EVENT_TYPE,
+            AssistantReplied::EVENT_TYPE,
+        ]
+        .contains(&event_type)
+    }
+
     async fn apply(
         &self,
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        let (session_id, role, speaker, source, text) = match event.event_type.as_str() {
-            UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
-            }
-            AutonomyMessageRendered::EVENT_TYPE => {
-                let m: AutonomyMessageRendered = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                (
-                    m.session_id,
-                    "assistant",
-                    m.persona,
-                    AUTONOMY_SOURCE,
-                    m.text,
-                )
-            }
-            AssistantReplied::EVENT_TYPE => {
-                let r: AssistantReplied = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                (
-                    r.session_id,
-                    "assistant",
-                    r.speaker,
-                    r.channel.as_str(),
-                    r.text,
-                )
-            }
-            _ => return Ok(()),
-        };
-        // No conflict target: the same row may be written at the same moment by the
-        // projection runner and by one or two personas listing their turn, and with
-        // `(event_id)` as the only arbiter the primary key `(session_id, position)` could
-        // still raise a unique violation between two such writers.
-        sqlx::query(
-            "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
-        )
-        .bind(session_id)
-        .bind(event.position)
-        .bind(event.event_id)
-        .bind(role)
-        .bind(speaker)
-        .bind(source)
-        .bind(text)
-        .bind(event.recorded_at)
-        .execute(&mut **tx)
-        .await?;
-        Ok(())
+        match row_of(event)? {
+            Some(row) => insert_rows(&mut **tx, &[row]).await,
+            None => Ok(()),
+        }
     }
 
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
@@ -203,4 +163,83 @@ impl Projection for AssistantTextProjection {
             .await?;
         Ok(())
     }
+}
+
+/// The `assistant_text` row an event makes, if it makes one.
+fn row_of(event: &RecordedEvent) -> Result<Option<ConversationTurn>, ProjectionError> {
+    let (session_id, role, speaker, source, text) = match event.event_type.as_str() {
+        UserMessageReceived::EVENT_TYPE => {
+            let m: UserMessageReceived = event
+                .decode()
+                .map_err(|e| ProjectionError::decode(event, e))?;
+            (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
+        }
+        AutonomyMessageRendered::EVENT_TYPE => {
+            let m: AutonomyMessageRendered = event
+                .decode()
+                .map_err(|e| ProjectionError::decode(event, e))?;
+            (
+                m.session_id,
+                "assistant",
+                m.persona,
+                AUTONOMY_SOURCE,
+                m.text,
+            )
+        }
+        AssistantReplied::EVENT_TYPE => {
+            let r: AssistantReplied = event
+                .decode()
+                .map_err(|e| ProjectionError::decode(event, e))?;
+            (
+                r.session_id,
+                "assistant",
+                r.speaker,
+                r.channel.as_str(),
+                r.text,
+            )
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(ConversationTurn {
+        session_id,
+        position: event.position,
+        event_id: event.event_id,
+        role: role.to_owned(),
+        speaker,
+        source: source.to_owned(),
+        text,
+        recorded_at: event.recorded_at,
+    }))
+}
+
+/// Inserts `rows` in one statement (one round trip, its own transaction when `executor` is
+/// a pool), keeping any row already there.
+async fn insert_rows<'e>(
+    executor: impl PgExecutor<'e>,
+    rows: &[ConversationTurn],
+) -> Result<(), ProjectionError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let column = |f: fn(&ConversationTurn) -> String| rows.iter().map(f).collect::<Vec<_>>();
+    // No conflict target: the same row may be written at the same moment by the
+    // projection runner and by one or two personas listing their turn, and with
+    // `(event_id)` as the only arbiter the primary key `(session_id, position)` could
+    // still raise a unique violation between two such writers.
+    sqlx::query(
+        "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(column(|r| r.session_id.clone()))
+    .bind(rows.iter().map(|r| r.position).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.event_id).collect::<Vec<_>>())
+    .bind(column(|r| r.role.clone()))
+    .bind(column(|r| r.speaker.clone()))
+    .bind(column(|r| r.source.clone()))
+    .bind(column(|r| r.text.clone()))
+    .bind(rows.iter().map(|r| r.recorded_at).collect::<Vec<_>>())
+    .execute(executor)
+    .await?;
+    Ok(())
 }
