@@ -106,6 +106,29 @@ impl EventStore {
         oldest_first(&rows)
     }
 
+    /// The newest `limit` events of `stream` whose type is one of `types`, or whose id is
+    /// `also`, oldest first: a tail without the events its reader would skip (each one
+    /// skipped is a payload not sent and not decoded).
+    pub async fn read_stream_tail_of_types(
+        &self,
+        stream: &str,
+        types: &[&str],
+        also: Uuid,
+        limit: i64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 \
+             AND (event_type = ANY($2) OR event_id = $3) ORDER BY version DESC LIMIT $4"
+        ))
+        .bind(stream)
+        .bind(types)
+        .bind(also)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        oldest_first(&rows)
+    }
+
     /// The newest `limit` events of type `event_type` in `stream` below version
     /// `before_version`, oldest first (e.g. what earlier runs of a stage saved to memory).
     pub async fn read_stream_tail_of_type(

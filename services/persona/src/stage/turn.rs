@@ -160,12 +160,20 @@ impl EventHandler for TurnHandler {
         let req: StageTurnRequested = event.decode().map_err(HandlerError::permanent)?;
         let store = self.ctx.store();
         let settings = &self.ctx.config.ghost.stage;
-        let tail = store
-            .read_stream_tail(&event.stream, settings.history_lines as i64 * 2 + 32)
-            .await
-            .map_err(HandlerError::transient)?;
-        // Already taken? The tail answers when it reaches back to this request; else ask.
+        // The tail holds what the view reads (lines, stop requests) and this request's
+        // continuation if it is stored; the memories are read beside it.
         let then_id = derive_event_id(event.event_id, STEP_THEN);
+        let (tail, memories) = tokio::join!(
+            store.read_stream_tail_of_types(
+                &event.stream,
+                StageView::EVENT_TYPES,
+                then_id,
+                settings.history_lines as i64 + 16,
+            ),
+            self.memories(&event, &req)
+        );
+        let tail = tail.map_err(HandlerError::transient)?;
+        // Already taken? The tail answers when it reaches back to this request; else ask.
         let done = match tail.iter().find(|e| e.event_id == then_id) {
             Some(done) => Some(done.version),
             None if tail.first().is_some_and(|e| e.version <= event.version) => None,
@@ -188,7 +196,7 @@ impl EventHandler for TurnHandler {
 
         // prepare_context: the recent lines, and what earlier runs saved to memory.
         let mut view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
-        view.memory = self.memories(&event, &req).await?;
+        view.memory = memories?;
         if view.stopped {
             info!(stage_id = %req.stage_id, turn = req.turn_index, "stop requested; ending the run");
             return self.stop(&event, &req).await;

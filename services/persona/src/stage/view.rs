@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{StageSpoke, StageStopRequested, StageUserInput};
 
 /// One line of the stage's conversation.
@@ -30,6 +30,13 @@ pub struct StageView {
 }
 
 impl StageView {
+    /// The event types a view is built from (a tail of other types is read for nothing).
+    pub const EVENT_TYPES: &'static [&'static str] = &[
+        StageUserInput::EVENT_TYPE,
+        StageSpoke::EVENT_TYPE,
+        StageStopRequested::EVENT_TYPE,
+    ];
+
     /// Builds the view of run `input_id` from the stream's tail (oldest first), keeping at
     /// most `max_lines` lines.
     pub fn from_tail(tail: &[RecordedEvent], input_id: Uuid, max_lines: usize) -> Self {
