@@ -21,7 +21,9 @@ use uuid::Uuid;
 
 use crate::envelope::RecordedEvent;
 use crate::parking;
-use crate::store::{read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL};
+use crate::store::{
+    any_after_in, read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL,
+};
 
 /// Failure while projecting.
 #[derive(Debug, thiserror::Error)]
@@ -236,7 +238,7 @@ impl ProjectionRunner {
             save_checkpoint(&mut tx, self.projection.name(), last).await?;
         }
         if (events.len() as i64) < self.batch_size {
-            batch.pending = newer_than(&mut *tx, last).await?;
+            batch.pending = any_after_in(&mut *tx, last).await?;
         }
         tx.commit().await?;
         Ok(batch)
@@ -469,20 +471,6 @@ struct Batch {
     locked: bool,
     /// Whether newer events exist that the read held back (still-running transactions).
     pending: bool,
-}
-
-/// Whether events after `at` exist, committed or not yet visible to a gap-safe read.
-async fn newer_than<'e>(
-    executor: impl sqlx::PgExecutor<'e>,
-    at: ReadPosition,
-) -> Result<bool, ProjectionError> {
-    Ok(sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE (tx_id, position) > ($1, $2))",
-    )
-    .bind(at.tx_id)
-    .bind(at.position)
-    .fetch_one(executor)
-    .await?)
 }
 
 async fn checkpoint<'e>(

@@ -2,7 +2,7 @@
 
 use ghost_shared::envelope::NewEvent;
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::store::{ExpectedVersion, ReadPosition, StoreError};
+use ghost_shared::store::{any_after_in, ExpectedVersion, ReadPosition, StoreError};
 use std::time::Duration;
 
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
@@ -256,5 +256,62 @@ async fn get_first_of_prefers_the_order_asked_not_the_order_stored() {
     assert_eq!(first(vec![older, newer]).await, Some(older));
     assert_eq!(first(vec![missing]).await, None);
     assert_eq!(first(Vec::new()).await, None);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_held_back_check_reads_the_index_not_the_whole_store() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    // A store big enough that a scan of it is a plan the planner would pick, analysed.
+    sqlx::query(
+        "INSERT INTO events (event_id, stream, version, event_type, payload, metadata) \
+         SELECT gen_random_uuid(), 'bulk-' || (g % 500), g / 500 + 1, 'Filler', '{}', '{}' \
+         FROM generate_series(0, 19999) g",
+    )
+    .execute(store.pool())
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE events")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let end = |order: &'static str| {
+        let pool = store.pool().clone();
+        async move {
+            let (tx_id, position): (i64, i64) = sqlx::query_as(&format!(
+                "SELECT tx_id, position FROM events ORDER BY tx_id {order}, position {order} LIMIT 1"
+            ))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            ReadPosition { tx_id, position }
+        }
+    };
+    let (first, last) = (end("ASC").await, end("DESC").await);
+
+    // A long-lived connection's plan: generic, as Postgres settles on after a few runs.
+    let mut tx = store.pool().begin().await.unwrap();
+    sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert!(
+        !any_after_in(&mut *tx, last).await.unwrap(),
+        "nothing after the head"
+    );
+    assert!(
+        any_after_in(&mut *tx, first).await.unwrap(),
+        "events after the first"
+    );
+    let (seq_scans, index_scans): (i64, i64) = sqlx::query_as(
+        "SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'events'",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    assert_eq!(seq_scans, 0, "the check scanned the whole store");
+    assert!(index_scans >= 2, "{index_scans} index scans");
+    tx.rollback().await.unwrap();
     env.cleanup().await;
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub use append::{AppendOutcome, ExpectedVersion};
 pub use append_batch::AppendRequest;
-pub use read::{read_all_after_in, ReadPosition};
+pub use read::{any_after_in, read_all_after_in, ReadPosition};
 
 /// Channel on which every append notifies, to wake readers (payload: the appended event
 /// types, comma separated; empty: wake everyone).

@@ -225,3 +225,23 @@ pub async fn read_all_after_in<'e>(
     .await?;
     rows.iter().map(row_to_event).collect()
 }
+
+/// Whether any event exists after `at` in gap-safe order, committed or not yet visible to
+/// [`read_all_after_in`] (a projection's "held back?" check).
+///
+/// Written as a one-row read in index order on purpose: `EXISTS (… WHERE (tx_id, position)
+/// > …)` gets a generic plan that scans the whole table from its start, which at the head
+/// of a long-lived store (the usual case: nothing newer) reads every event on every pass.
+pub async fn any_after_in<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    at: ReadPosition,
+) -> Result<bool, StoreError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM (SELECT tx_id FROM events \
+         WHERE (tx_id, position) > ($1, $2) ORDER BY tx_id, position LIMIT 1) newer)",
+    )
+    .bind(at.tx_id)
+    .bind(at.position)
+    .fetch_one(executor)
+    .await?)
+}
