@@ -169,3 +169,158 @@ async fn concurrent_callers_share_one_transaction_and_are_answered_after_it_comm
     assert_eq!(count, 40);
     env.cleanup().await;
 }
+
+/// An event of `event_type` (the notification names it), with a user message's payload.
+fn typed(event_type: &str, text: &str) -> NewEvent {
+    NewEvent {
+        event_type: event_type.into(),
+        ..message(text)
+    }
+}
+
+#[tokio::test]
+async fn a_batch_of_new_events_at_any_version_is_one_insert_with_one_wake_up() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
+        .await
+        .unwrap();
+    listener
+        .listen(ghost_shared::store::NOTIFY_CHANNEL)
+        .await
+        .unwrap();
+    let results = store
+        .append_batch(&[
+            request(
+                "stage-a",
+                ExpectedVersion::Any,
+                vec![typed("Alpha", "a1"), typed("Beta", "a2")],
+            ),
+            request("stage-b", ExpectedVersion::Any, vec![typed("Beta", "b1")]),
+            request("stage-a", ExpectedVersion::Any, vec![typed("Alpha", "a3")]),
+        ])
+        .await
+        .unwrap();
+    let outcomes: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+    let versions: Vec<Vec<i32>> = outcomes
+        .iter()
+        .map(|o| o.events.iter().map(|e| e.version).collect())
+        .collect();
+    // Each stream's versions follow the batch's order, across its requests.
+    assert_eq!(versions, [vec![1, 2], vec![1], vec![3]]);
+    let positions: Vec<i64> = outcomes
+        .iter()
+        .flat_map(|o| o.events.iter().map(|e| e.position))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert!(outcomes.iter().all(|o| !o.duplicate));
+    let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox WHERE position = ANY($1)")
+        .bind(&positions)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(queued, 4, "every event has its outbox row");
+    // One wake-up naming both types (a request at a time would send one per type).
+    let first = listener.recv().await.unwrap();
+    let mut types: Vec<&str> = first.payload().split(',').collect();
+    types.sort_unstable();
+    assert_eq!(types, ["Alpha", "Beta"]);
+    let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
+    assert!(more.is_err(), "a second notification: {more:?}");
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_batch_that_cannot_be_one_insert_is_stored_a_request_at_a_time() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let stored = Uuid::new_v4();
+    store
+        .append(
+            "stage-s",
+            ExpectedVersion::Any,
+            &[user_message(stored, "old")],
+        )
+        .await
+        .unwrap();
+    // A redelivered event beside new ones: the stored copy comes back, the others store.
+    let fresh = message("new");
+    let results = store
+        .append_batch(&[
+            request("stage-s", ExpectedVersion::Any, vec![fresh.clone()]),
+            request(
+                "stage-s",
+                ExpectedVersion::Any,
+                vec![user_message(stored, "old")],
+            ),
+        ])
+        .await
+        .unwrap();
+    let first = results[0].as_ref().unwrap();
+    assert!(!first.duplicate);
+    assert_eq!(first.events[0].version, 2);
+    let again = results[1].as_ref().unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.events[0].event_id, stored);
+
+    // One id twice in a batch (two copies of one webhook): the one INSERT fails on it, is
+    // undone whole, and each request then gets what a lone append would have.
+    let twice = message("twice");
+    let other = message("other");
+    let results = store
+        .append_batch(&[
+            request("stage-t", ExpectedVersion::Any, vec![twice.clone()]),
+            request("stage-u", ExpectedVersion::Any, vec![other.clone()]),
+            request("stage-t", ExpectedVersion::Any, vec![twice.clone()]),
+        ])
+        .await
+        .unwrap();
+    let outcomes: Vec<_> = results.into_iter().map(Result::unwrap).collect();
+    assert!(!outcomes[0].duplicate && !outcomes[1].duplicate);
+    assert!(outcomes[2].duplicate);
+    assert_eq!(
+        outcomes[2].events[0].position,
+        outcomes[0].events[0].position
+    );
+    let stream_t = store.read_stream("stage-t", 0).await.unwrap();
+    assert_eq!(stream_t.len(), 1, "stored once");
+    assert_eq!(stream_t[0].version, 1);
+    let stream_u = store.read_stream("stage-u", 0).await.unwrap();
+    assert_eq!(stream_u.len(), 1);
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn concurrent_batches_on_one_stream_never_share_a_version() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let batches = (0..8).map(|b| {
+        let store = store.clone();
+        async move {
+            let requests: Vec<_> = (0..5)
+                .map(|i| {
+                    request(
+                        "stage-race",
+                        ExpectedVersion::Any,
+                        vec![message(&format!("{b}-{i}"))],
+                    )
+                })
+                .collect();
+            store.append_batch(&requests).await.unwrap()
+        }
+    });
+    for results in futures::future::join_all(batches).await {
+        assert!(results
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|o| !o.duplicate)));
+    }
+    let versions: Vec<i32> = store
+        .read_stream("stage-race", 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(versions, (1..=40).collect::<Vec<_>>());
+    env.cleanup().await;
+}
