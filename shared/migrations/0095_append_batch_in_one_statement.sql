@@ -20,16 +20,16 @@ RETURNS TABLE (
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
+    v_ids uuid[];
     v_positions bigint[];
     v_requests integer[];
 BEGIN
-    IF NOT EXISTS (
-        SELECT 1 FROM jsonb_array_elements(p_requests) AS t(r)
-        WHERE (t.r->>'expected')::integer >= 0
-           OR EXISTS (SELECT 1 FROM events e
-                      WHERE e.event_id IN (SELECT (x.e->>'event_id')::uuid
-                                           FROM jsonb_array_elements(t.r->'events') AS x(e)))
-    ) THEN
+    SELECT array_agg((x.e->>'event_id')::uuid) INTO v_ids
+    FROM jsonb_array_elements(p_requests) AS t(r), jsonb_array_elements(t.r->'events') AS x(e);
+    -- `= ANY(array)` is an index lookup per id; a join to the request's JSON is not.
+    IF NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_requests) AS t(r)
+                   WHERE (t.r->>'expected')::integer >= 0)
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.event_id = ANY(v_ids)) THEN
         BEGIN
             WITH ev AS (
                 SELECT t.o::integer AS request, t.r->>'stream' AS stream, x.e, x.i,
