@@ -637,3 +637,62 @@ async fn every_rebuild_starts_from_wrong_rows_and_ends_with_the_live_rows() {
     }
     env.cleanup().await;
 }
+
+/// Records the `synchronous_commit` its pass's transaction runs with.
+struct CommitMode;
+
+#[async_trait::async_trait]
+impl Projection for CommitMode {
+    fn name(&self) -> &'static str {
+        "commit_mode"
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        _event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        sqlx::query("INSERT INTO commit_mode SELECT current_setting('synchronous_commit')")
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        sqlx::query("DELETE FROM commit_mode")
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_pass_commits_without_waiting_for_the_flush_and_only_itself() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    sqlx::query("CREATE TABLE commit_mode (setting text NOT NULL)")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    append(&store, "session-c", &[pick(1)]).await;
+    let pass = runner(&store, Arc::new(CommitMode))
+        .catch_up()
+        .await
+        .unwrap();
+    assert_eq!(pass.processed, 1);
+    let seen: Vec<String> = sqlx::query_scalar("SELECT setting FROM commit_mode")
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    // A read model is rebuilt from the events: its pass need not wait for the disk.
+    assert_eq!(seen, ["off"]);
+    // Only for that transaction: the pooled connections go on committing synchronously.
+    for _ in 0..4 {
+        let setting: String = sqlx::query_scalar("SELECT current_setting('synchronous_commit')")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(setting, "on");
+    }
+    env.cleanup().await;
+}

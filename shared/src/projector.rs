@@ -206,11 +206,18 @@ impl ProjectionRunner {
     /// One batch, in one transaction: the lock and the checkpoint in one statement, the
     /// read, the model's writes, the new checkpoint and, when the read came back short,
     /// whether newer events are held back (each statement saved is saved on every pass).
+    ///
+    /// The transaction commits without waiting for its WAL flush (`synchronous_commit`
+    /// off, for this transaction only): a read model is rebuilt from the events, and a
+    /// crash that loses the pass loses its rows and its checkpoint together, so the next
+    /// pass applies the same events again. The events themselves stay synchronous. Each
+    /// pass's flush otherwise queued in front of the commits of the turn that woke it.
     async fn batch(&self) -> Result<Batch, ProjectionError> {
         let mut tx = self.store.pool().begin().await?;
         let (locked, tx_id, position): (bool, Option<i64>, Option<i64>) = sqlx::query_as(
             "SELECT l.locked, c.tx_id, c.position \
-             FROM (SELECT pg_try_advisory_xact_lock($1) AS locked) l \
+             FROM (SELECT pg_try_advisory_xact_lock($1) AS locked, \
+                          set_config('synchronous_commit', 'off', true) AS asynchronous) l \
              LEFT JOIN projection_checkpoints c ON l.locked AND c.name = $2",
         )
         .bind(self.lock_key())

@@ -226,9 +226,12 @@ async fn insert_rows<'e>(
     // projection runner and by one or two personas listing their turn, and with
     // `(event_id)` as the only arbiter the primary key `(session_id, position)` could
     // still raise a unique violation between two such writers.
+    // The commit does not wait for its WAL flush (the row is visible at once either way):
+    // the events hold what the row says, and a row a crash loses is projected again.
     sqlx::query(
         "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
-         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) \
+         SELECT u.* FROM UNNEST($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[]) AS u, \
+         (SELECT set_config('synchronous_commit', 'off', true)) AS asynchronous \
          ON CONFLICT DO NOTHING",
     )
     .bind(column(|r| r.session_id.clone()))
