@@ -12,6 +12,10 @@ use ghost_shared::llm::LlmClient;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::store::EventStore;
 
+/// mimalloc instead of glibc's allocator (see Cargo.toml and BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Ghost: a self-hosted persona AI backend.
 #[derive(Parser)]
 #[command(name = "ghost", version, about)]
