@@ -229,9 +229,9 @@ pub async fn read_all_after_in<'e>(
 /// Whether any event exists after `at` in gap-safe order, committed or not yet visible to
 /// [`read_all_after_in`] (a projection's "held back?" check).
 ///
-/// Written as a one-row read in index order on purpose: `EXISTS (… WHERE (tx_id, position)
-/// > …)` gets a generic plan that scans the whole table from its start, which at the head
-/// of a long-lived store (the usual case: nothing newer) reads every event on every pass.
+/// Written as a one-row read in index order on purpose: a plain `EXISTS` over the same
+/// condition gets a generic plan that scans the whole table from its start, which at the
+/// head of a long-lived store (the usual case: nothing newer) reads every event each pass.
 pub async fn any_after_in<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     at: ReadPosition,
