@@ -28,9 +28,8 @@ fn entry_name(mode: EntryMode) -> &'static str {
 impl Router {
     /// `UserMessageReceived`: decide at once, or ask the classifier / Kuro once.
     pub(crate) async fn on_user_message(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
-        // The count for the summary needs only the message's place: read beside the turn.
-        let (turn, user_turns) = tokio::try_join!(self.turn_of(event), self.user_turns(event))?;
-        self.request_summary_if_due(event, &turn, user_turns)
+        let turn = self.turn_of(event).await?;
+        self.request_summary_if_due(event, &turn, turn.user_turns)
             .await?;
         let mode = self.entry_mode(turn.channel());
         let stage = first_stage_in(

@@ -7,7 +7,6 @@ use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
 use uuid::Uuid;
 
 use super::Router;
-use crate::projections::RoutingSessions;
 use crate::routing::{parse_commands, Command, SessionRouting};
 
 /// One user message and the session state before it.
@@ -23,6 +22,33 @@ pub(crate) struct Turn {
     /// The session's short-memory summary when the turn was read, if the worker has
     /// written one.
     pub summary: Option<String>,
+    /// User messages in the stream up to and including this one.
+    pub user_turns: u32,
+}
+
+/// What [`Router::state_before`] reads of a session, as stored.
+struct SessionState {
+    /// Texts of earlier user messages that may carry a mode command, newest first.
+    command_texts: Vec<String>,
+    /// The payload of the latest primary `RouteDecided` before the message.
+    previous: Option<serde_json::Value>,
+    /// The session's short-memory summary.
+    summary: Option<String>,
+    /// User messages up to and including this one.
+    user_turns: i64,
+}
+
+/// The `local_only` flag the newest `/local` or `/cloud` among `texts` (newest first) set;
+/// off when none did.
+fn local_only_from(texts: &[String]) -> bool {
+    texts
+        .iter()
+        .find_map(|text| match parse_commands(text).flag {
+            Some(Command::Local) => Some(true),
+            Some(Command::Cloud) => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 impl Turn {
@@ -38,20 +64,30 @@ impl Turn {
 }
 
 impl Router {
-    /// The turn of a `UserMessageReceived` event.
+    /// The turn of a `UserMessageReceived` event: the message and, in one statement, the
+    /// session's state before it (see [`Self::state_before`]).
     pub(crate) async fn turn_of(&self, event: &RecordedEvent) -> Result<Turn, HandlerError> {
         let message: UserMessageReceived = event.decode().map_err(HandlerError::permanent)?;
-        // Independent reads, side by side: every one is a round trip on a chat turn's path.
-        let ((session, previous), summary) = tokio::try_join!(
-            self.session_before(&event.stream, event.version),
-            self.stored_summary(&message.session_id)
-        )?;
+        let state = self
+            .state_before(&event.stream, event.version, &message.session_id)
+            .await?;
+        let local_only = local_only_from(&state.command_texts);
+        let previous = state
+            .previous
+            .map(serde_json::from_value::<RouteDecided>)
+            .transpose()
+            .map_err(HandlerError::permanent)?;
+        let session = SessionRouting {
+            local_only,
+            last_primary_route: previous.as_ref().map(|d| d.route),
+        };
         Ok(Turn {
             event: event.clone(),
             message,
             session,
             previous,
-            summary,
+            summary: state.summary,
+            user_turns: u32::try_from(state.user_turns).unwrap_or(u32::MAX),
         })
     }
 
@@ -69,26 +105,6 @@ impl Router {
         self.turn_of(&event).await
     }
 
-    /// The session state before the message at `version`: `local_only` from the user
-    /// messages before it in the stream (see [`Self::local_only_before`]), the last primary
-    /// route from the latest primary `RouteDecided` (only a declaration depends on it). The
-    /// two reads run side by side.
-    async fn session_before(
-        &self,
-        stream: &str,
-        version: i32,
-    ) -> Result<(SessionRouting, Option<RouteDecided>), HandlerError> {
-        let (local_only, previous) = tokio::try_join!(
-            self.local_only_before(stream, version),
-            self.last_primary_decision(stream, version)
-        )?;
-        let session = SessionRouting {
-            local_only,
-            last_primary_route: previous.as_ref().map(|d| d.route),
-        };
-        Ok((session, previous))
-    }
-
     /// The previous primary route decision of the session before this message, if any (read
     /// once with the turn).
     pub(crate) async fn previous_decision(
@@ -98,57 +114,58 @@ impl Router {
         Ok(turn.previous.clone())
     }
 
-    /// The latest primary `RouteDecided` of `stream` before `version`.
-    async fn last_primary_decision(
+    /// Everything a turn reads of its session before the message at `version`, in one
+    /// statement (each read was a round trip of its own on a chat turn's path):
+    ///
+    /// - the texts of the user messages before it that may carry `/local` or `/cloud`,
+    ///   newest first. `local_only` is read from the messages themselves, not from earlier
+    ///   `RouteDecided` events: the decision of the message before may not be stored yet
+    ///   (another router process, or another task of this one, is still routing it), and a
+    ///   paste right after `/local` must never reach the cloud. Whatever order the messages
+    ///   are handled in, each sees the flag its predecessors set. The SQL filter only
+    ///   narrows; `parse_commands` decides what is a command;
+    /// - the latest primary `RouteDecided` before it (only a declaration depends on it);
+    /// - the session's short-memory summary, if the worker has written one;
+    /// - how many user messages the stream holds up to and including it (the summary
+    ///   cadence).
+    ///
+    /// The two user-message parts use the partial indexes of migration 0071 (their filters
+    /// are the indexes' predicates), so neither walks the session's whole stream; the
+    /// decision is found walking back from the message, usually a few events away.
+    async fn state_before(
         &self,
         stream: &str,
         version: i32,
-    ) -> Result<Option<RouteDecided>, HandlerError> {
-        let row = sqlx::query_scalar::<_, serde_json::Value>(&format!(
-            "SELECT payload FROM events WHERE stream = $1 AND event_type = '{}' \
-             AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
-             ORDER BY version DESC LIMIT 1",
-            RouteDecided::EVENT_TYPE
-        ))
-        .bind(stream)
-        .bind(version)
-        .fetch_optional(self.ctx.store().pool())
-        .await
-        .map_err(HandlerError::transient)?;
-        row.map(serde_json::from_value::<RouteDecided>)
-            .transpose()
-            .map_err(HandlerError::permanent)
-    }
-
-    /// The `local_only` flag in force before the message at `version`: the last `/local` or
-    /// `/cloud` among the user messages before it, in stream (= accepted) order.
-    ///
-    /// Read from the messages themselves, not from earlier `RouteDecided` events: the
-    /// decision of the message before may not be stored yet (another router process, or
-    /// another task of this one, is still routing it), and a paste right after `/local`
-    /// must never reach the cloud. Whatever order the messages are handled in, each sees the
-    /// flag its predecessors set.
-    async fn local_only_before(&self, stream: &str, version: i32) -> Result<bool, HandlerError> {
-        // The SQL filter only narrows; `parse_commands` decides what is a command.
-        let texts: Vec<String> = sqlx::query_scalar(&format!(
-            "SELECT payload->>'text' FROM events WHERE stream = $1 AND event_type = '{}' \
-             AND version < $2 AND (payload->>'text' ILIKE '%/local%' \
-             OR payload->>'text' ILIKE '%/cloud%') ORDER BY version DESC",
-            UserMessageReceived::EVENT_TYPE
-        ))
-        .bind(stream)
-        .bind(version)
-        .fetch_all(self.ctx.store().pool())
-        .await
-        .map_err(HandlerError::transient)?;
-        Ok(texts
-            .iter()
-            .find_map(|text| match parse_commands(text).flag {
-                Some(Command::Local) => Some(true),
-                Some(Command::Cloud) => Some(false),
-                _ => None,
-            })
-            .unwrap_or(false))
+        session_id: &str,
+    ) -> Result<SessionState, HandlerError> {
+        let user = UserMessageReceived::EVENT_TYPE;
+        let row: (Option<Vec<String>>, Option<serde_json::Value>, Option<String>, i64) =
+            sqlx::query_as(&format!(
+                "SELECT \
+                   (SELECT array_agg(t ORDER BY v DESC) FROM \
+                      (SELECT payload->>'text' AS t, version AS v FROM events \
+                       WHERE stream = $1 AND event_type = '{user}' AND version < $2 \
+                       AND (payload->>'text' ILIKE '%/local%' OR payload->>'text' ILIKE '%/cloud%')) c), \
+                   (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
+                    AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
+                    ORDER BY version DESC LIMIT 1), \
+                   (SELECT summary FROM routing_sessions WHERE session_id = $3), \
+                   (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
+                    AND version <= $2)",
+                decided = RouteDecided::EVENT_TYPE
+            ))
+            .bind(stream)
+            .bind(version)
+            .bind(session_id)
+            .fetch_one(self.ctx.store().pool())
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(SessionState {
+            command_texts: row.0.unwrap_or_default(),
+            previous: row.1,
+            summary: row.2,
+            user_turns: row.3,
+        })
     }
 
     /// Every event of this turn so far (same correlation, after the user message).
@@ -168,31 +185,10 @@ impl Router {
             .collect())
     }
 
-    /// User messages in the stream of the user message `message`, up to and including it.
-    pub(crate) async fn user_turns(&self, message: &RecordedEvent) -> Result<u32, HandlerError> {
-        let n: i64 = sqlx::query_scalar(&format!(
-            "SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{}' AND version <= $2",
-            UserMessageReceived::EVENT_TYPE
-        ))
-        .bind(&message.stream)
-        .bind(message.version)
-        .fetch_one(self.ctx.store().pool())
-        .await
-        .map_err(HandlerError::transient)?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
-    }
-
     /// The session's short-memory summary, if the worker has written one (read with the
     /// turn).
     pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
         Ok(turn.summary.clone())
-    }
-
-    /// The summary stored for `session_id` now.
-    async fn stored_summary(&self, session_id: &str) -> Result<Option<String>, HandlerError> {
-        RoutingSessions::summary(self.ctx.store().pool(), session_id)
-            .await
-            .map_err(HandlerError::transient)
     }
 
     /// The context worker prompts get: the summary plus the last `routing.recent_turns`
