@@ -29,8 +29,7 @@ impl Router {
     /// `UserMessageReceived`: decide at once, or ask the classifier / Kuro once.
     pub(crate) async fn on_user_message(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
         let turn = self.turn_of(event).await?;
-        self.request_summary_if_due(event, &turn, turn.user_turns)
-            .await?;
+        self.request_summary_if_due(event, &turn).await?;
         let mode = self.entry_mode(turn.channel());
         let stage = first_stage_in(
             mode,
@@ -267,8 +266,8 @@ impl Router {
         &self,
         event: &RecordedEvent,
         turn: &Turn,
-        n: u32,
     ) -> Result<(), HandlerError> {
+        let n = turn.user_turns;
         let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1);
         if n < every || !n.is_multiple_of(every) {
             return Ok(());
