@@ -285,21 +285,8 @@ async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
     )
     .await;
     // Rebuild with the operator command, as a separate process.
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
-        .args(["projections", "rebuild", "assistant_text"])
-        .env(
-            "GHOST_CONFIG_DIR",
-            ghost_testkit::testing::repo_config_dir(),
-        )
-        .envs(app.env.vars.iter().cloned())
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    app.run_ghost_command(&["projections", "rebuild", "assistant_text"], &[])
+        .await;
     let rebuilt = AssistantTextProjection::all(app.store.pool())
         .await
         .unwrap();

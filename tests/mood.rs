@@ -124,22 +124,6 @@ async fn episode_count(store: &EventStore, persona: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// The mood service's answer for `persona` at `now`.
-async fn ask_mood(app: &TestApp, persona: &str, now: Option<f64>) -> MoodAnswer {
-    let query = MoodQuery {
-        persona: persona.into(),
-        now,
-    };
-    mood_api::request(
-        app.stack.ctx.bus(),
-        mood_api::GET_SUBJECT,
-        &query,
-        Duration::from_secs(5),
-    )
-    .await
-    .unwrap()
-}
-
 async fn mood_rows(
     store: &EventStore,
 ) -> (Vec<(String, i32, Uuid)>, Vec<(String, i64, f64, String)>) {
@@ -178,7 +162,7 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
             (episode_count(&app.store, &persona).await == expected_window).then_some(())
         })
         .await;
-        let answer = ask_mood(&app, &persona, case["now"].as_f64()).await;
+        let answer = app.ask_mood(&persona, case["now"].as_f64()).await.unwrap();
         assert!(!answer.overridden);
         assert_mood(
             &serde_json::to_value(answer.state).unwrap(),
@@ -207,18 +191,8 @@ async fn every_fixture_case_through_the_service_and_rebuild_equals_live() {
         ],
     )
     .await;
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
-        .args(["projections", "rebuild", "partner_mood_state"])
-        .env("GHOST_CONFIG_DIR", repo_config_dir())
-        .envs(app.env.vars.iter().cloned())
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    app.run_ghost_command(&["projections", "rebuild", "partner_mood_state"], &[])
+        .await;
     assert_eq!(mood_rows(&app.store).await, live);
     app.cleanup().await;
 }
@@ -245,7 +219,7 @@ async fn the_mood_service_counts_episodes_projected_after_its_first_answer() {
         "the fixture needs a case with two episodes"
     );
     let ask = || async {
-        let answer = ask_mood(&app, persona, case["now"].as_f64()).await;
+        let answer = app.ask_mood(persona, case["now"].as_f64()).await.unwrap();
         serde_json::to_value(answer.state).unwrap()
     };
     let half = events.len() / 2;
@@ -294,12 +268,7 @@ async fn the_window_keeps_the_newest_episodes_and_counts_them() {
 }
 
 async fn append_reflected(app: &TestApp, persona: &str, events: &[NewEvent]) {
-    app.stack
-        .ctx
-        .log
-        .append(&persona_stream(persona), ExpectedVersion::Any, events)
-        .await
-        .unwrap();
+    app.append_to_persona(persona, events).await;
 }
 
 /// Waits until `persona`'s window holds exactly the episodes at `ats`; its summary count.

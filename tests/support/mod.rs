@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use ghost::stack::{start_stack, ServiceName, Stack};
 use ghost_shared::envelope::session_stream;
-use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::store::EventStore;
 use ghost_testkit::fake_llm::{FakeLlm, RecordedRequest, Script};
 use ghost_testkit::testing::{repo_config_dir, TestEnv, PERSONA_MODEL, WORKER_MODEL};
@@ -267,6 +267,57 @@ impl TestApp {
                 .then_some(())
         })
         .await;
+    }
+
+    /// Runs `ghost <args>` as a separate process against this app's database and streams
+    /// (`vars` on top of its settings); panics with its stderr unless it succeeds.
+    pub async fn run_ghost_command(&self, args: &[&str], vars: &[(&str, &str)]) {
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
+            .args(args)
+            .env("GHOST_CONFIG_DIR", repo_config_dir())
+            .envs(self.env.vars.iter().cloned())
+            .envs(vars.iter().copied())
+            .output()
+            .await
+            .expect("run ghost");
+        assert!(
+            output.status.success(),
+            "ghost {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// The mood service's answer for `persona` at `now` (its clock when `None`).
+    pub async fn ask_mood(
+        &self,
+        persona: &str,
+        now: Option<f64>,
+    ) -> Result<ghost_shared::mood_api::MoodAnswer, ghost_shared::mood_api::MoodApiError> {
+        let query = ghost_shared::mood_api::MoodQuery {
+            persona: persona.into(),
+            now,
+        };
+        ghost_shared::mood_api::request(
+            self.stack.ctx.bus(),
+            ghost_shared::mood_api::GET_SUBJECT,
+            &query,
+            Duration::from_secs(5),
+        )
+        .await
+    }
+
+    /// Appends `events` to `persona`'s stream.
+    pub async fn append_to_persona(&self, persona: &str, events: &[NewEvent]) {
+        self.stack
+            .ctx
+            .log
+            .append(
+                &ghost_shared::events::persona_stream(persona),
+                ghost_shared::store::ExpectedVersion::Any,
+                events,
+            )
+            .await
+            .unwrap();
     }
 
     /// Stops the services and removes the database and streams.

@@ -1,5 +1,7 @@
 //! `partner_mood_state`: the projection of affect events into each persona's episode window.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use ghost_shared::affect::{Affect, MoodConstants};
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
@@ -8,13 +10,17 @@ use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 
+use crate::cache::{MoodNotice, ReadWindow, WindowCache, CHANNEL};
 use crate::mood::Episode;
 
 /// Projects `AssistantReplied` (with an affect) and `AffectReflected` into `mood_episodes`
-/// (the window) and `partner_mood_state` (a row per persona).
-#[derive(Debug, Clone)]
+/// (the window) and `partner_mood_state` (a row per persona), announcing each episode it
+/// adds on [`CHANNEL`] (see [`crate::cache`]).
+#[derive(Clone)]
 pub struct MoodEpisodes {
     constants: MoodConstants,
+    /// This process's windows: told of each episode a pass adds before the pass commits.
+    cache: Arc<WindowCache>,
 }
 
 /// The projection's name (checkpoint key, `ghost projections rebuild partner_mood_state`).
@@ -39,7 +45,12 @@ fn episode(at: f64, affect: &Affect) -> Episode {
 impl MoodEpisodes {
     /// The projection with the configured constants (the window size among them).
     pub fn new(constants: MoodConstants) -> Self {
-        Self { constants }
+        Self::with_cache(constants, Arc::new(WindowCache::new(constants)))
+    }
+
+    /// The projection, telling `cache` of each episode its passes add.
+    pub fn with_cache(constants: MoodConstants, cache: Arc<WindowCache>) -> Self {
+        Self { constants, cache }
     }
 
     /// The constants windows are built with.
@@ -47,20 +58,23 @@ impl MoodEpisodes {
         &self.constants
     }
 
-    /// The episodes of `persona` projected after `mark` (in the projection's order), and how
-    /// many rows the persona's window has now (its summary row's count, kept in the same
-    /// transactions as the rows): what a cached window needs to catch up.
+    /// The episodes of `persona` projected after `mark` (in the projection's order), how
+    /// many rows the persona's window has now and the number of its newest episode (its
+    /// summary row's, kept in the same transactions as the rows): what a cached window
+    /// needs to catch up.
     pub async fn load_after<'e>(
         &self,
         executor: impl PgExecutor<'e>,
         persona: &str,
         mark: EpisodeMark,
-    ) -> Result<(i64, Vec<(EpisodeMark, Episode)>), ProjectionError> {
+    ) -> Result<ReadWindow, ProjectionError> {
         let rows = sqlx::query(
-            "SELECT t.total, e.tx_id, e.position, e.at, e.label, e.intensity, e.salience, \
-             e.confidence, e.policy \
-             FROM (SELECT COALESCE((SELECT episode_count FROM partner_mood_state \
-                                    WHERE persona = $1), 0)::bigint AS total) t \
+            "SELECT t.total, t.seq, e.tx_id, e.position, e.at, e.label, e.intensity, \
+             e.salience, e.confidence, e.policy \
+             FROM (SELECT COALESCE(s.episode_count, 0)::bigint AS total, \
+                          COALESCE(s.episode_seq, 0) AS seq \
+                   FROM (SELECT 1) one \
+                   LEFT JOIN partner_mood_state s ON s.persona = $1) t \
              LEFT JOIN mood_episodes e ON e.persona = $1 \
               AND (COALESCE(e.tx_id, 0), e.position) > ($2, $3) \
              ORDER BY COALESCE(e.tx_id, 0), e.position",
@@ -70,10 +84,13 @@ impl MoodEpisodes {
         .bind(mark.position)
         .fetch_all(executor)
         .await?;
-        let mut total = 0;
-        let mut episodes = Vec::with_capacity(rows.len());
+        let mut read = ReadWindow {
+            episodes: Vec::with_capacity(rows.len()),
+            ..ReadWindow::default()
+        };
         for r in &rows {
-            total = r.try_get("total")?;
+            read.total = r.try_get("total")?;
+            read.seq = r.try_get("seq")?;
             let Some(position) = r.try_get::<Option<i64>, _>("position")? else {
                 continue; // no new rows: only the count
             };
@@ -82,9 +99,9 @@ impl MoodEpisodes {
                 tx_id: tx_id.unwrap_or(0),
                 position,
             };
-            episodes.push((mark, row_episode(persona, r)?));
+            read.episodes.push((mark, row_episode(persona, r)?));
         }
-        Ok((total, episodes))
+        Ok(read)
     }
 }
 
@@ -186,17 +203,30 @@ impl Projection for MoodEpisodes {
         }
         // The summary row counts the window's rows, kept by this projection alone, so the
         // count moves with each insert and trim instead of being counted again (a count of
-        // a full window read every one of its rows on every reply).
-        let count: i32 = sqlx::query_scalar(
-            "INSERT INTO partner_mood_state (persona, episode_count, last_event_id, updated_at) \
-             VALUES ($1, 1, $2, $3) \
-             ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
-             last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
-             RETURNING episode_count",
+        // a full window read every one of its rows on every reply). It also numbers the
+        // episode, and the same statement announces it to every mood process (delivered at
+        // commit; a rolled-back pass announces nothing).
+        let (count, seq, _announced): (i32, i64, Option<String>) = sqlx::query_as(
+            "WITH s AS ( \
+               INSERT INTO partner_mood_state (persona, episode_count, episode_seq, last_event_id, updated_at) \
+               VALUES ($1, 1, 1, $2, $3) \
+               ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
+               episode_seq = partner_mood_state.episode_seq + 1, \
+               last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
+               RETURNING episode_count, episode_seq) \
+             SELECT s.episode_count, s.episode_seq, \
+                    pg_notify($4, jsonb_build_object('kind', 'episode', 'persona', $1::text, \
+                        'seq', s.episode_seq, 'tx_id', $5::bigint, 'position', $6::bigint, \
+                        'episode', $7::jsonb)::text)::text \
+             FROM s",
         )
         .bind(&persona)
         .bind(event.event_id)
         .bind(event.recorded_at)
+        .bind(CHANNEL)
+        .bind(event.tx_id)
+        .bind(event.position)
+        .bind(serde_json::to_value(&episode).map_err(|e| ProjectionError::decode(event, e))?)
         .fetch_one(&mut **tx)
         .await?;
         // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
@@ -217,6 +247,8 @@ impl Projection for MoodEpisodes {
             .execute(&mut **tx)
             .await?;
         }
+        // Until the announcement arrives, this process reads the window again.
+        self.cache.expect(&persona, seq);
         Ok(())
     }
 
@@ -226,6 +258,12 @@ impl Projection for MoodEpisodes {
             .execute(&mut **tx)
             .await?;
         sqlx::query("DELETE FROM partner_mood_state")
+            .execute(&mut **tx)
+            .await?;
+        let reset = serde_json::to_string(&MoodNotice::Reset).unwrap_or_default();
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(reset)
             .execute(&mut **tx)
             .await?;
         Ok(())

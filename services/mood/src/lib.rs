@@ -3,8 +3,10 @@
 //! - [`mood`]: the mood computation (impact integral, τ(salience), labels, response-policy
 //!   knobs) and its incremental form;
 //! - [`episodes`]: the `partner_mood_state` projection (each persona's episode window);
+//! - [`cache`]: each window in memory, kept current by the projection's announcements;
 //! - [`service`]: the service — projection runner, `mood.get` and the debug API over NATS.
 
+pub mod cache;
 pub mod episodes;
 pub mod mood;
 pub mod service;

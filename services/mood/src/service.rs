@@ -15,20 +15,11 @@ use ghost_shared::mood_api::{
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use serde_json::json;
+use sqlx::postgres::PgListener;
 use tracing::warn;
 
-use crate::episodes::{EpisodeMark, MoodEpisodes};
-use crate::mood::MoodWindow;
-
-/// Most personas whose window one process keeps in memory (any valid id can be asked for;
-/// past this, another persona's window makes room and is read again when asked for).
-const MAX_CACHED_WINDOWS: usize = 256;
-
-/// A persona's window as last read, and where in the projection's order that read ended.
-struct CachedWindow {
-    window: MoodWindow,
-    mark: EpisodeMark,
-}
+use crate::cache::{MoodNotice, WindowCache, CHANNEL};
+use crate::episodes::MoodEpisodes;
 
 /// What this process remembers for the debug API (in memory only, lost on restart). Both
 /// maps hold at most `max` personas (`mood.max_overrides`), so no caller can grow them
@@ -69,9 +60,10 @@ struct Mood {
     ctx: ServiceContext,
     episodes: MoodEpisodes,
     debug: Mutex<DebugState>,
-    /// Each persona's window, kept current from the rows its projection adds: a `mood.get`
-    /// reads only the episodes applied since the last one, not the whole window.
-    windows: Mutex<HashMap<String, CachedWindow>>,
+    /// Each persona's window, kept current by the projection's announcements: a `mood.get`
+    /// reads the store only when its window is not known to be current, and then only the
+    /// episodes applied since.
+    cache: Arc<WindowCache>,
 }
 
 fn now_unix() -> f64 {
@@ -114,72 +106,32 @@ impl Mood {
         })
     }
 
-    /// The computed mood of `persona` at `now`, from the cached window brought up to date
-    /// with the episodes projected since it was last read.
+    /// The computed mood of `persona` at `now`: from memory when its window is current,
+    /// else from the window brought up to date with the episodes projected since it was
+    /// last read (or read whole when catching up cannot follow).
     async fn computed(&self, persona: &str, now: f64) -> Result<MoodState, String> {
+        if let Some(state) = self.cache.current(persona, now) {
+            return Ok(state);
+        }
         let pool = self.ctx.store().pool();
-        let mark = self
-            .windows
-            .lock()
-            .map_err(|e| e.to_string())?
-            .get(persona)
-            .map(|c| c.mark)
-            .unwrap_or_default();
-        let (total, fresh) = self
+        let start = self.cache.begin_read(persona);
+        let read = self
             .episodes
-            .load_after(pool, persona, mark)
+            .load_after(pool, persona, start.mark)
             .await
             .map_err(|e| e.to_string())?;
-        {
-            let mut windows = self.windows.lock().map_err(|e| e.to_string())?;
-            if !windows.contains_key(persona) && windows.len() >= MAX_CACHED_WINDOWS {
-                if let Some(other) = windows.keys().next().cloned() {
-                    windows.remove(&other);
-                }
-            }
-            let constants = *self.episodes.constants();
-            let cached = match windows.entry(persona.to_owned()) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => v.insert(CachedWindow {
-                    window: MoodWindow::new(constants).map_err(|e| e.to_string())?,
-                    mark: EpisodeMark::default(),
-                }),
-            };
-            // Another request may have moved the window on meanwhile: only what is newer.
-            for (m, episode) in fresh {
-                if m > cached.mark {
-                    cached.window.insert(episode).map_err(|e| e.to_string())?;
-                    cached.mark = m;
-                }
-            }
-            if cached.window.len() as i64 == total {
-                return Ok(cached.window.state_at(now));
-            }
-            // The rows changed in a way catching up cannot follow (a rebuild, or a read
-            // that overtook this one): read them whole.
-            windows.remove(persona);
+        if let Some(state) = self.cache.catch_up(persona, start, read, now)? {
+            return Ok(state);
         }
-        let (total, all) = self
+        let start = self.cache.begin_whole_read();
+        let read = self
             .episodes
-            .load_after(pool, persona, EpisodeMark::default())
+            .load_after(pool, persona, start.mark)
             .await
             .map_err(|e| e.to_string())?;
-        let mut cached = CachedWindow {
-            window: MoodWindow::new(*self.episodes.constants()).map_err(|e| e.to_string())?,
-            mark: EpisodeMark::default(),
-        };
-        for (m, episode) in all {
-            cached.window.insert(episode).map_err(|e| e.to_string())?;
-            cached.mark = m;
-        }
-        let state = cached.window.state_at(now);
-        if cached.window.len() as i64 == total {
-            self.windows
-                .lock()
-                .map_err(|e| e.to_string())?
-                .insert(persona.to_owned(), cached);
-        }
-        Ok(state)
+        self.cache
+            .catch_up(persona, start, read, now)?
+            .ok_or_else(|| format!("the mood window of {persona} could not be read whole"))
     }
 
     fn debug(&self, request: MoodDebugRequest) -> Result<MoodAnswer, RefusedAnswer> {
@@ -291,11 +243,65 @@ async fn serve_debug(mood: Arc<Mood>, mut sub: async_nats::Subscriber) -> Result
     Ok(())
 }
 
+/// Applies the projection's announcements to `cache` until aborted (`listener` is already
+/// listening, and `cache` knows). Every reconnection drops what was cached: announcements
+/// may have been missed meanwhile.
+async fn follow_announcements(
+    mut listener: PgListener,
+    pool: sqlx::PgPool,
+    cache: Arc<WindowCache>,
+) {
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(n)) => match serde_json::from_str::<MoodNotice>(n.payload()) {
+                Ok(notice) => cache.announced(notice),
+                Err(e) => {
+                    // Not ours to read: whatever it was, the windows are read again.
+                    warn!(error = %e, "unreadable mood announcement; windows are read again");
+                    cache.listening();
+                }
+            },
+            // Lost and already reconnected (listening again).
+            Ok(None) => cache.listening(),
+            Err(e) => {
+                cache.deaf();
+                warn!(error = %e, "mood announcements lost; reading the store until they return");
+                listener = loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if let Ok(l) = listen(&pool).await {
+                        break l;
+                    }
+                };
+                cache.listening();
+            }
+        }
+    }
+}
+
+/// A listener on the announcement channel.
+async fn listen(pool: &sqlx::PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
+
 /// Starts the projection and the responders.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(crate::SERVICE);
     let constants = ctx.config.ghost.mood.constants;
-    let episodes = MoodEpisodes::new(constants);
+    let cache = Arc::new(WindowCache::new(constants));
+    let episodes = MoodEpisodes::with_cache(constants, cache.clone());
+    // Listening before the first answer: a window cached later misses no announcement.
+    let pool = ctx.store().pool().clone();
+    let listener = listen(&pool)
+        .await
+        .map_err(|e| ServiceError::Store(e.into()))?;
+    cache.listening();
+    handle.tasks.push(tokio::spawn(follow_announcements(
+        listener,
+        pool,
+        cache.clone(),
+    )));
     let p = &ctx.config.ghost.projections;
     let runner = ProjectionRunner::new(
         ctx.store().clone(),
@@ -312,7 +318,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             max: max_overrides,
             ..DebugState::default()
         }),
-        windows: Mutex::new(HashMap::new()),
+        cache,
     });
     let gets = subscribe(&mood.ctx, GET_SUBJECT).await?;
     let debug = subscribe(&mood.ctx, DEBUG_SUBJECT).await?;
