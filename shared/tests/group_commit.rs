@@ -170,6 +170,18 @@ async fn concurrent_callers_share_one_transaction_and_are_answered_after_it_comm
     env.cleanup().await;
 }
 
+/// A listener on the channel of the runners' wake-ups.
+async fn wake_up_listener(store: &ghost_shared::store::EventStore) -> sqlx::postgres::PgListener {
+    let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
+        .await
+        .unwrap();
+    listener
+        .listen(ghost_shared::store::NOTIFY_CHANNEL)
+        .await
+        .unwrap();
+    listener
+}
+
 /// An event of `event_type` (the notification names it), with a user message's payload.
 fn typed(event_type: &str, text: &str) -> NewEvent {
     NewEvent {
@@ -182,13 +194,7 @@ fn typed(event_type: &str, text: &str) -> NewEvent {
 async fn a_batch_of_new_events_at_any_version_is_one_insert_with_one_wake_up() {
     let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
     let store = env.store().await;
-    let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
-        .await
-        .unwrap();
-    listener
-        .listen(ghost_shared::store::NOTIFY_CHANNEL)
-        .await
-        .unwrap();
+    let mut listener = wake_up_listener(&store).await;
     let results = store
         .append_batch(&[
             request(
@@ -322,5 +328,64 @@ async fn concurrent_batches_on_one_stream_never_share_a_version() {
         .map(|e| e.version)
         .collect();
     assert_eq!(versions, (1..=40).collect::<Vec<_>>());
+    env.cleanup().await;
+}
+
+/// The wake-up is sent after the append commits, in a transaction of its own: an append
+/// function that notified would hold Postgres' notification lock through its commit's
+/// flush, and every appending commit would wait for the previous one's (migration 0098).
+#[tokio::test]
+async fn the_wake_up_follows_the_commit_and_the_append_functions_send_none() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let mut listener = wake_up_listener(&store).await;
+    // The functions themselves, called as the store calls them: stored, and no notification.
+    let event = serde_json::json!([{
+        "event_id": Uuid::new_v4(), "event_type": "Gamma", "schema_version": 1,
+        "payload": {}, "metadata": {"correlation_id": Uuid::new_v4()}
+    }]);
+    let stored: Vec<i64> = sqlx::query_scalar("SELECT position FROM ghost_append($1, -1, $2)")
+        .bind("direct-a")
+        .bind(&event)
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    let batch = serde_json::json!([
+        {"stream": "direct-b", "expected": -1, "events": [{
+            "event_id": Uuid::new_v4(), "event_type": "Gamma", "schema_version": 1,
+            "payload": {}, "metadata": {"correlation_id": Uuid::new_v4()}}]},
+        {"stream": "direct-c", "expected": -1, "events": [{
+            "event_id": Uuid::new_v4(), "event_type": "Gamma", "schema_version": 1,
+            "payload": {}, "metadata": {"correlation_id": Uuid::new_v4()}}]}
+    ]);
+    let stored: Vec<i64> = sqlx::query_scalar("SELECT position FROM ghost_append_batch($1)")
+        .bind(&batch)
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 2);
+    let none = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
+    assert!(none.is_err(), "an append function notified: {none:?}");
+
+    // Through the store, the wake-up names what was stored; a redelivery sends none.
+    let delta = typed("Delta", "d1");
+    store
+        .append(
+            "store-d",
+            ExpectedVersion::Any,
+            std::slice::from_ref(&delta),
+        )
+        .await
+        .unwrap();
+    let woken = listener.recv().await.unwrap();
+    assert_eq!(woken.payload(), "Delta");
+    let again = store
+        .append("store-d", ExpectedVersion::Any, &[delta])
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
+    assert!(more.is_err(), "a redelivery woke the runners: {more:?}");
     env.cleanup().await;
 }

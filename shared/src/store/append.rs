@@ -148,7 +148,9 @@ impl EventStore {
                 .iter()
                 .map(row_to_event)
                 .collect::<Result<Vec<_>, _>>()?;
-            return Ok(AppendOutcome { events, duplicate });
+            let outcome = AppendOutcome { events, duplicate };
+            self.woken_by([&outcome]);
+            return Ok(outcome);
         }
     }
 

@@ -83,6 +83,13 @@ impl EventStore {
                 outcomes[slot].duplicate = row.try_get::<bool, _>("duplicate")?;
                 outcomes[slot].events.push(row_to_event(row)?);
             }
+            self.woken_by(
+                outcomes
+                    .iter()
+                    .enumerate()
+                    .filter(|(slot, _)| !refused[sent[*slot]])
+                    .map(|(_, o)| o),
+            );
             for (slot, outcome) in outcomes.into_iter().enumerate() {
                 if !refused[sent[slot]] {
                     results[sent[slot]] = Some(Ok(outcome));

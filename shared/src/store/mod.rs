@@ -4,22 +4,27 @@
 //! - `append`: one append per statement ([`EventStore::append`]);
 //! - `append_batch`: group commit, many appends in one transaction
 //!   ([`EventStore::append_batch`]);
-//! - `read`: gap-safe reads in commit order.
+//! - `read`: gap-safe reads in commit order;
+//! - `wakeups`: the projection runners' wake-up, sent after each append commits.
 
 mod append;
 mod append_batch;
 pub(crate) mod read;
+mod wakeups;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use wakeups::Wakeups;
 
 pub use append::{AppendOutcome, ExpectedVersion};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
 
-/// Channel on which every append notifies, to wake readers (payload: the appended event
-/// types, comma separated; empty: wake everyone).
+/// Channel on which every append's wake-up is sent once it committed, to wake readers
+/// (payload: the appended event types, comma separated; empty: wake everyone).
 pub const NOTIFY_CHANNEL: &str = "ghost_events";
 
 /// What can go wrong talking to the event store.
@@ -64,6 +69,8 @@ pub enum StoreError {
 #[derive(Clone, Debug)]
 pub struct EventStore {
     pool: PgPool,
+    /// Wake-ups for the projection runners, sent after each append commits.
+    wakeups: Arc<Wakeups>,
 }
 
 impl EventStore {
@@ -80,12 +87,27 @@ impl EventStore {
             .test_before_acquire(false)
             .connect_with(options)
             .await?;
-        Ok(Self { pool })
+        Ok(Self::from_pool(pool))
     }
 
     /// Wraps an existing pool.
     pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            wakeups: Arc::default(),
+        }
+    }
+
+    /// Wakes the projection runners for what an append stored (new events only; a
+    /// redelivery's copies were announced when they were stored).
+    fn woken_by<'a>(&self, outcomes: impl IntoIterator<Item = &'a AppendOutcome>) {
+        self.wakeups.committed(
+            &self.pool,
+            outcomes
+                .into_iter()
+                .filter(|o| !o.duplicate)
+                .flat_map(|o| o.events.iter().map(|e| e.event_type.as_str())),
+        );
     }
 
     /// The pool, for projections and read models living in the same database.
