@@ -53,11 +53,6 @@ impl MoodEpisodes {
         Self { constants, cache }
     }
 
-    /// The constants windows are built with.
-    pub fn constants(&self) -> &MoodConstants {
-        &self.constants
-    }
-
     /// The episodes of `persona` projected after `mark` (in the projection's order), how
     /// many rows the persona's window has now and the number of its newest episode (its
     /// summary row's, kept in the same transactions as the rows): what a cached window
