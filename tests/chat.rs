@@ -114,6 +114,29 @@ async fn later_turns_carry_the_conversation() {
     app.cleanup().await;
 }
 
+/// The history is the newest `persona.history_turns` utterances before the message, however
+/// many routing events each turn stored between them.
+#[tokio::test]
+async fn the_history_is_the_newest_utterances_up_to_history_turns() {
+    let app = TestApp::spawn(&[("GHOST_PERSONA__HISTORY_TURNS", "3")]).await;
+    for n in 1..=4 {
+        app.reply(Script::reply(&format!("answer {n}")));
+        app.chat("h", &format!("question {n}")).await;
+    }
+    let body = &app.persona_requests()[3].body;
+    let contents: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        &contents[1..],
+        ["answer 2", "question 3", "answer 3", "question 4"]
+    );
+    app.cleanup().await;
+}
+
 #[tokio::test]
 async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
     let app = TestApp::spawn(&[]).await;

@@ -675,8 +675,7 @@ async fn a_pass_commits_without_waiting_for_the_flush_and_only_itself() {
         .await
         .unwrap();
     append(&store, "session-c", &[pick(1)]).await;
-    let pass = runner(&store, Arc::new(CommitMode))
-        .catch_up()
+    let pass = catch_up(&runner(&store, Arc::new(CommitMode)))
         .await
         .unwrap();
     assert_eq!(pass.processed, 1);

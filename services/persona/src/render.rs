@@ -11,7 +11,7 @@ use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter}
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
-use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
     UserMessageReceived, RECALL_STEP,
@@ -39,6 +39,18 @@ const STEP_PROPOSED: &str = "PersonaProposed";
 
 /// Longest proposal output kept on the event, in characters (the router validates it).
 const MAX_PROPOSAL_CHARS: usize = 2000;
+
+/// The event types a reply's history is made of (what `Renderer::messages` turns into
+/// chat messages).
+const CONVERSATION_TYPES: &[&str] = &[
+    UserMessageReceived::EVENT_TYPE,
+    AssistantReplied::EVENT_TYPE,
+    AutonomyMessageRendered::EVENT_TYPE,
+];
+
+/// History rows read beyond `persona.history_turns`: the user's message itself, and
+/// utterances stored after it (another turn of the session) that the history skips.
+const HISTORY_SLACK: i64 = 8;
 
 /// Handles `RenderRequested`: one `AssistantReplied` or one `RenderFailed` per request.
 pub struct Renderer {
@@ -204,8 +216,15 @@ impl Renderer {
                 false => None,
             }
         };
+        // Only what the history is made of: a turn's routing events in between would be
+        // payloads read and decoded for nothing (three of every four rows of the tail).
         let (tail, mood, recalled) = tokio::join!(
-            store.read_stream_tail(&cause.stream, (history_turns as i64) * 4 + 8),
+            store.read_stream_tail_of_types(
+                &cause.stream,
+                CONVERSATION_TYPES,
+                request.user_event_id,
+                history_turns as i64 + HISTORY_SLACK,
+            ),
             self.current_mood().instrument(info_span!("mood_request")),
             recall,
         );

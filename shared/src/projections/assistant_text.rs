@@ -77,11 +77,7 @@ impl AssistantTextProjection {
         pool: &sqlx::PgPool,
         events: &[&RecordedEvent],
     ) -> Result<(), ProjectionError> {
-        let mut rows = Vec::with_capacity(events.len());
-        for event in events {
-            rows.extend(row_of(event)?);
-        }
-        insert_rows(pool, &rows).await
+        insert_rows(pool, &rows_of(events.iter().copied())?).await
     }
 
     /// The display style (`chat`, `notify`) of each autonomy message among `event_ids`, from
@@ -157,12 +153,32 @@ impl Projection for AssistantTextProjection {
         }
     }
 
+    /// A pass's rows in one statement (a pass holds a few turns' events at load).
+    async fn apply_all(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        insert_rows(&mut **tx, &rows_of(events)?).await
+    }
+
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
         sqlx::query("DELETE FROM assistant_text")
             .execute(&mut **tx)
             .await?;
         Ok(())
     }
+}
+
+/// The rows `events` make, in their order (the first that does not decode fails them all).
+fn rows_of<'a>(
+    events: impl IntoIterator<Item = &'a RecordedEvent>,
+) -> Result<Vec<ConversationTurn>, ProjectionError> {
+    let mut rows = Vec::new();
+    for event in events {
+        rows.extend(row_of(event)?);
+    }
+    Ok(rows)
 }
 
 /// The `assistant_text` row an event makes, if it makes one.
