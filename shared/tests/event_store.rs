@@ -1,8 +1,9 @@
 //! The event store against the real Postgres.
 
-use ghost_shared::envelope::NewEvent;
+use ghost_shared::envelope::{EventMetadata, NewEvent};
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::store::{any_after_in, ExpectedVersion, ReadPosition, StoreError};
+use ghost_shared::store::{any_after_in, AppendRequest, ExpectedVersion, ReadPosition, StoreError};
+use serde_json::json;
 use std::time::Duration;
 
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
@@ -110,6 +111,89 @@ async fn a_replayed_step_appends_nothing() {
         .unwrap();
     assert!(replay.duplicate);
     assert_eq!(store.stream_version("session-s").await.unwrap(), 1);
+    env.cleanup().await;
+}
+
+/// An event whose payload has what JSON encodings may write differently: escapes, non-ASCII
+/// text, a float at full precision, an integer beyond i64, a tiny exponent, nesting.
+fn probe(id: Uuid, marker: &str) -> NewEvent {
+    NewEvent {
+        event_id: id,
+        event_type: "Probe".into(),
+        schema_version: 2,
+        payload: json!({
+            "marker": marker,
+            "text": "é 日本語 \"quoted\" \\ tab\t",
+            "sum": 0.1 + 0.2,
+            "big": 12_345_678_901_234_567_890u64,
+            "tiny": -1e-7,
+            "nested": {"b": [1, 2, {"c": null}], "a": true},
+        }),
+        metadata: EventMetadata {
+            correlation_id: id,
+            causation_id: Some(Uuid::new_v4()),
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            tracestate: None,
+            service: "probe".into(),
+        },
+    }
+}
+
+/// An append answers with the events as stored: a new event's payload and metadata are
+/// what was sent (the database does not send them back), a duplicate's are the stored ones
+/// even when the retry sent something else. Both for one append and for a batch.
+#[tokio::test]
+async fn an_append_answers_with_the_events_as_stored() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let new = store
+        .append(
+            "probe-one",
+            ExpectedVersion::Any,
+            &[probe(a, "first"), probe(b, "second")],
+        )
+        .await
+        .unwrap();
+    assert!(!new.duplicate);
+    assert_eq!(new.events, store.read_stream("probe-one", 0).await.unwrap());
+    let retried = store
+        .append(
+            "probe-one",
+            ExpectedVersion::Any,
+            &[probe(a, "changed"), probe(b, "changed")],
+        )
+        .await
+        .unwrap();
+    assert!(retried.duplicate);
+    assert_eq!(retried.events, new.events);
+
+    let c = Uuid::new_v4();
+    let results = store
+        .append_batch(&[
+            AppendRequest {
+                stream: "probe-batch".into(),
+                expected: ExpectedVersion::Any,
+                events: vec![probe(c, "batched")],
+            },
+            AppendRequest {
+                stream: "probe-one".into(),
+                expected: ExpectedVersion::Any,
+                events: vec![probe(a, "changed again"), probe(b, "changed again")],
+            },
+        ])
+        .await
+        .unwrap();
+    let [batched, again] = &results[..] else {
+        panic!("{results:?}")
+    };
+    let (batched, again) = (batched.as_ref().unwrap(), again.as_ref().unwrap());
+    assert!(!batched.duplicate && again.duplicate);
+    assert_eq!(
+        batched.events,
+        store.read_stream("probe-batch", 0).await.unwrap()
+    );
+    assert_eq!(again.events, new.events);
     env.cleanup().await;
 }
 

@@ -186,7 +186,8 @@ async fn process(
     let _ = span.set_parent(crate::telemetry::extract_context(message.headers.as_ref()));
 
     let result = {
-        let work = handler.handle(event.clone()).instrument(span.clone());
+        // The handler owns the event; a dead letter (rare) decodes it again.
+        let work = handler.handle(event).instrument(span.clone());
         tokio::pin!(work);
         // Keep the message ours while the handler works (an LLM call can take a minute).
         let mut ticker = tokio::time::interval(ack_wait / 3);
@@ -250,7 +251,8 @@ async fn process(
         }
     };
     if let Some(reason) = finish.instrument(span).await {
-        dead_letter(bus, spec, handler, &message, Some(&event), &reason).await;
+        let event: Option<RecordedEvent> = serde_json::from_slice(&message.payload).ok();
+        dead_letter(bus, spec, handler, &message, event.as_ref(), &reason).await;
     }
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::Row;
 
-use super::{read::row_to_event, EventStore, StoreError};
+use super::{read::row_to_appended, EventStore, StoreError};
 use crate::envelope::NewEvent;
 use crate::envelope::RecordedEvent;
 
@@ -48,6 +48,12 @@ const EVENT_ID_CONSTRAINT: &str = "events_event_id_key";
 const VERSION_CONFLICT: &str = "GH001";
 const PARTIAL_DUPLICATE: &str = "GH002";
 
+/// The payload and metadata columns of an append's result: only a duplicate's, which may
+/// differ from what was sent; a new event's are what the caller has (see
+/// `read::row_to_appended`).
+pub(super) const SENT_BACK_ONLY_WHEN_STORED: &str =
+    "CASE WHEN duplicate THEN payload END AS payload, CASE WHEN duplicate THEN metadata END AS metadata";
+
 /// The events as `ghost_append` takes them (a JSON array).
 pub(super) fn events_json(events: &[NewEvent]) -> serde_json::Value {
     serde_json::Value::Array(
@@ -85,10 +91,10 @@ impl EventStore {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = sqlx::query(
+            let result = sqlx::query(&format!(
                 "SELECT position, tx_id, event_id, stream, version, event_type, schema_version, \
-                 payload, metadata, recorded_at, duplicate FROM ghost_append($1, $2, $3)",
-            )
+                 {SENT_BACK_ONLY_WHEN_STORED}, recorded_at, duplicate FROM ghost_append($1, $2, $3)"
+            ))
             .bind(stream)
             .bind(expected.as_sql())
             .bind(&body)
@@ -146,7 +152,7 @@ impl EventStore {
             };
             let events = rows
                 .iter()
-                .map(row_to_event)
+                .map(|row| row_to_appended(row, duplicate, events))
                 .collect::<Result<Vec<_>, _>>()?;
             let outcome = AppendOutcome { events, duplicate };
             self.woken_by([&outcome]);

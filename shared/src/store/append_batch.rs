@@ -6,8 +6,8 @@
 
 use sqlx::Row;
 
-use super::append::events_json;
-use super::{read::row_to_event, AppendOutcome, EventStore, ExpectedVersion, StoreError};
+use super::append::{events_json, SENT_BACK_ONLY_WHEN_STORED};
+use super::{read::row_to_appended, AppendOutcome, EventStore, ExpectedVersion, StoreError};
 use crate::envelope::NewEvent;
 
 /// One append of a batch: events for one stream.
@@ -52,11 +52,11 @@ impl EventStore {
         }
         let mut refused = vec![false; requests.len()];
         if !body.is_empty() {
-            let rows = sqlx::query(
+            let rows = sqlx::query(&format!(
                 "SELECT request, error_code, position, tx_id, event_id, stream, version, \
-                 event_type, schema_version, payload, metadata, recorded_at, duplicate \
-                 FROM ghost_append_batch($1)",
-            )
+                 event_type, schema_version, {SENT_BACK_ONLY_WHEN_STORED}, recorded_at, duplicate \
+                 FROM ghost_append_batch($1)"
+            ))
             .bind(serde_json::Value::Array(body))
             .fetch_all(&self.pool)
             .await?;
@@ -80,8 +80,12 @@ impl EventStore {
                     refused[sent[slot]] = true;
                     continue;
                 }
-                outcomes[slot].duplicate = row.try_get::<bool, _>("duplicate")?;
-                outcomes[slot].events.push(row_to_event(row)?);
+                let duplicate = row.try_get::<bool, _>("duplicate")?;
+                outcomes[slot].duplicate = duplicate;
+                let sent_events = &requests[sent[slot]].events;
+                outcomes[slot]
+                    .events
+                    .push(row_to_appended(row, duplicate, sent_events)?);
             }
             self.woken_by(
                 outcomes

@@ -1,11 +1,11 @@
 //! Reading: one stream in version order, or everything in gap-safe commit order.
 
 use serde::{Deserialize, Serialize};
-use sqlx::{postgres::PgRow, Row};
+use sqlx::{postgres::PgRow, types::Json, Row};
 use uuid::Uuid;
 
 use super::{EventStore, StoreError};
-use crate::envelope::{EventMetadata, RecordedEvent};
+use crate::envelope::{EventMetadata, NewEvent, RecordedEvent};
 
 /// A place in the global, gap-safe order: `(tx_id, position)`.
 ///
@@ -43,12 +43,48 @@ pub(crate) const EVENT_COLUMNS: &str = "position, tx_id, event_id, stream, versi
 /// Decodes one `events` row.
 pub(crate) fn row_to_event(row: &PgRow) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.try_get("position")?;
-    let metadata: serde_json::Value = row.try_get("metadata")?;
-    let metadata: EventMetadata =
-        serde_json::from_value(metadata).map_err(|e| StoreError::Corrupt {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt {
+        position,
+        reason: e.to_string(),
+    };
+    // Straight into the struct: through a `serde_json::Value` first was a map built and
+    // dropped for every row read.
+    let Json(metadata) = row
+        .try_get::<Json<EventMetadata>, _>("metadata")
+        .map_err(corrupt)?;
+    event_from_row(row, position, row.try_get("payload")?, metadata)
+}
+
+/// An appended event: a new one from what the caller sent (the append function returns
+/// no payload or metadata for them: the database would only send back what it was sent,
+/// encoded to text and parsed again), a stored one (a duplicate) from the row.
+pub(crate) fn row_to_appended(
+    row: &PgRow,
+    duplicate: bool,
+    sent: &[NewEvent],
+) -> Result<RecordedEvent, StoreError> {
+    if duplicate {
+        return row_to_event(row);
+    }
+    let position: i64 = row.try_get("position")?;
+    let event_id: Uuid = row.try_get("event_id")?;
+    let new = sent
+        .iter()
+        .find(|e| e.event_id == event_id)
+        .ok_or_else(|| StoreError::Corrupt {
             position,
-            reason: e.to_string(),
+            reason: format!("the append returned event {event_id}, which it was not sent"),
         })?;
+    event_from_row(row, position, new.payload.clone(), new.metadata.clone())
+}
+
+/// The event of an `events` row, with its payload and metadata given.
+fn event_from_row(
+    row: &PgRow,
+    position: i64,
+    payload: serde_json::Value,
+    metadata: EventMetadata,
+) -> Result<RecordedEvent, StoreError> {
     Ok(RecordedEvent {
         position,
         tx_id: row.try_get("tx_id")?,
@@ -57,7 +93,7 @@ pub(crate) fn row_to_event(row: &PgRow) -> Result<RecordedEvent, StoreError> {
         version: row.try_get("version")?,
         event_type: row.try_get("event_type")?,
         schema_version: row.try_get("schema_version")?,
-        payload: row.try_get("payload")?,
+        payload,
         metadata,
         recorded_at: row.try_get("recorded_at")?,
     })
