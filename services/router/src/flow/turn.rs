@@ -63,6 +63,26 @@ impl Turn {
     }
 }
 
+/// The statement of `Router::state_before` (`$1` the stream, `$2` the message's version,
+/// `$3` the session id): public so a test can check its plan.
+pub fn state_before_sql() -> String {
+    let user = UserMessageReceived::EVENT_TYPE;
+    format!(
+        "SELECT \
+           (SELECT array_agg(t ORDER BY v DESC) FROM \
+              (SELECT payload->>'text' AS t, version AS v FROM events \
+               WHERE stream = $1 AND event_type = '{user}' AND version < $2 \
+               AND (payload->>'text' ILIKE '%/local%' OR payload->>'text' ILIKE '%/cloud%')) c), \
+           (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
+            AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
+            ORDER BY version DESC LIMIT 1), \
+           (SELECT summary FROM routing_sessions WHERE session_id = $3), \
+           (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
+            AND version <= $2)",
+        decided = RouteDecided::EVENT_TYPE
+    )
+}
+
 impl Router {
     /// The turn of a `UserMessageReceived` event: the message and, in one statement, the
     /// session's state before it (see [`Self::state_before`]).
@@ -138,22 +158,12 @@ impl Router {
         version: i32,
         session_id: &str,
     ) -> Result<SessionState, HandlerError> {
-        let user = UserMessageReceived::EVENT_TYPE;
-        let row: (Option<Vec<String>>, Option<serde_json::Value>, Option<String>, i64) =
-            sqlx::query_as(&format!(
-                "SELECT \
-                   (SELECT array_agg(t ORDER BY v DESC) FROM \
-                      (SELECT payload->>'text' AS t, version AS v FROM events \
-                       WHERE stream = $1 AND event_type = '{user}' AND version < $2 \
-                       AND (payload->>'text' ILIKE '%/local%' OR payload->>'text' ILIKE '%/cloud%')) c), \
-                   (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
-                    AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
-                    ORDER BY version DESC LIMIT 1), \
-                   (SELECT summary FROM routing_sessions WHERE session_id = $3), \
-                   (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
-                    AND version <= $2)",
-                decided = RouteDecided::EVENT_TYPE
-            ))
+        let row: (
+            Option<Vec<String>>,
+            Option<serde_json::Value>,
+            Option<String>,
+            i64,
+        ) = sqlx::query_as(&state_before_sql())
             .bind(stream)
             .bind(version)
             .bind(session_id)
