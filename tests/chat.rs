@@ -93,6 +93,16 @@ async fn chat_streams_tokens_and_records_the_turn() {
     app.cleanup().await;
 }
 
+/// The text of each message of a chat request's body, in order.
+fn message_contents(body: &serde_json::Value) -> Vec<&str> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect()
+}
+
 #[tokio::test]
 async fn later_turns_carry_the_conversation() {
     let app = TestApp::spawn(&[]).await;
@@ -101,12 +111,7 @@ async fn later_turns_carry_the_conversation() {
     app.chat("s", "first question").await;
     app.chat("s", "second question").await;
     let body = &app.persona_requests()[1].body;
-    let contents: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or(""))
-        .collect();
+    let contents = message_contents(body);
     assert_eq!(
         &contents[1..],
         ["first question", "first answer", "second question"]
@@ -124,12 +129,7 @@ async fn the_history_is_the_newest_utterances_up_to_history_turns() {
         app.chat("h", &format!("question {n}")).await;
     }
     let body = &app.persona_requests()[3].body;
-    let contents: Vec<&str> = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap_or(""))
-        .collect();
+    let contents = message_contents(body);
     assert_eq!(
         &contents[1..],
         ["answer 2", "question 3", "answer 3", "question 4"]
