@@ -6,6 +6,8 @@
 //!   (streaming included), scripted per request;
 //! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
 //! - [`fake_search`]: a fake web: SearXNG-JSON search endpoint and pages (delays, types);
+//! - [`plans`]: tests of query plans (a connection keeping its first plans, a table's
+//!   reads in a transaction);
 //! - [`testing`]: per-test environments on the real Postgres and NATS (own database, own
 //!   subject prefix and stream), plus event builders and `eventually`;
 //! - `fuzz` (feature `fuzz`): hostile inputs and the case count for the boundary parsers'
@@ -19,4 +21,5 @@ pub mod fake_platforms;
 pub mod fake_search;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+pub mod plans;
 pub mod testing;

@@ -5,11 +5,13 @@
 //! - `append_batch`: group commit, many appends in one transaction
 //!   ([`EventStore::append_batch`]);
 //! - `read`: gap-safe reads in commit order;
+//! - `tail`: a stream's newest events, read back from its head in bounded windows;
 //! - `wakeups`: the projection runners' wake-up, sent after each append commits.
 
 mod append;
 mod append_batch;
 pub(crate) mod read;
+mod tail;
 mod wakeups;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -22,6 +24,7 @@ use wakeups::Wakeups;
 pub use append::{AppendOutcome, ExpectedVersion};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
+pub use tail::{read_tail_in, TailFilter};
 
 /// Channel on which every append's wake-up is sent once it committed, to wake readers
 /// (payload: the appended event types, comma separated; empty: wake everyone).

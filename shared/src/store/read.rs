@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{postgres::PgRow, types::Json, Row};
 use uuid::Uuid;
 
+use super::tail::{read_tail_in, TailFilter};
 use super::{EventStore, StoreError};
 use crate::envelope::{EventMetadata, NewEvent, RecordedEvent};
 
@@ -100,7 +101,7 @@ fn event_from_row(
 }
 
 /// Rows read newest first, decoded and put oldest first.
-fn oldest_first(rows: &[PgRow]) -> Result<Vec<RecordedEvent>, StoreError> {
+pub(crate) fn oldest_first(rows: &[PgRow]) -> Result<Vec<RecordedEvent>, StoreError> {
     let mut events = rows
         .iter()
         .map(row_to_event)
@@ -126,20 +127,15 @@ impl EventStore {
         rows.iter().map(row_to_event).collect()
     }
 
-    /// The newest `limit` events of `stream`, oldest first.
+    /// The newest `limit` events of `stream`, oldest first (read back from the head in
+    /// windows: see `tail`).
     pub async fn read_stream_tail(
         &self,
         stream: &str,
         limit: i64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY version DESC LIMIT $2"
-        ))
-        .bind(stream)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        oldest_first(&rows)
+        let mut conn = self.pool.acquire().await?;
+        read_tail_in(&mut conn, stream, TailFilter::All, limit).await
     }
 
     /// The newest `limit` events of `stream` whose type is one of `types`, or whose id is
@@ -152,17 +148,8 @@ impl EventStore {
         also: Uuid,
         limit: i64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 \
-             AND (event_type = ANY($2) OR event_id = $3) ORDER BY version DESC LIMIT $4"
-        ))
-        .bind(stream)
-        .bind(types)
-        .bind(also)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        oldest_first(&rows)
+        let mut conn = self.pool.acquire().await?;
+        read_tail_in(&mut conn, stream, TailFilter::Types { types, also }, limit).await
     }
 
     /// The newest `limit` events of type `event_type` in `stream` below version
