@@ -6,6 +6,9 @@ use ghost_shared::store::{any_after_in, AppendRequest, ExpectedVersion, ReadPosi
 use serde_json::json;
 use std::time::Duration;
 
+use ghost_testkit::plans::{
+    connection_keeping_first_plans, store_filler_events, table_reads_in_transaction,
+};
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
 
@@ -348,14 +351,7 @@ async fn the_held_back_check_reads_the_index_not_the_whole_store() {
     let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
     let store = env.store().await;
     // A store big enough that a scan of it is a plan the planner would pick, analysed.
-    sqlx::query(
-        "INSERT INTO events (event_id, stream, version, event_type, payload, metadata) \
-         SELECT gen_random_uuid(), 'bulk-' || (g % 500), g / 500 + 1, 'Filler', '{}', '{}' \
-         FROM generate_series(0, 19999) g",
-    )
-    .execute(store.pool())
-    .await
-    .unwrap();
+    store_filler_events(store.pool(), "bulk-", 500, 20_000).await;
     sqlx::query("ANALYZE events")
         .execute(store.pool())
         .await
@@ -397,5 +393,64 @@ async fn the_held_back_check_reads_the_index_not_the_whole_store() {
     assert_eq!(seq_scans, 0, "the check scanned the whole store");
     assert!(index_scans >= 2, "{index_scans} index scans");
     tx.rollback().await.unwrap();
+    env.cleanup().await;
+}
+
+/// Calls `ghost_append` on `conn` with one new user message in `stream`.
+async fn append_message_on(conn: &mut sqlx::PgConnection, stream: &str) {
+    let events = json!([{
+        "event_id": Uuid::new_v4(),
+        "event_type": "UserMessageReceived",
+        "schema_version": 1,
+        "payload": {"text": "hello"},
+        "metadata": {"correlation_id": Uuid::new_v4(), "service": "test"},
+    }]);
+    let duplicate: bool = sqlx::query_scalar("SELECT duplicate FROM ghost_append($1, -1, $2)")
+        .bind(stream)
+        .bind(events)
+        .fetch_one(conn)
+        .await
+        .unwrap();
+    assert!(!duplicate);
+}
+
+#[tokio::test]
+async fn an_append_reads_the_store_by_key_with_plans_made_when_it_was_new() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    // A service's pooled connection keeps the append function's plans: they were made
+    // on the first appends to a new store, before any ANALYZE. Such a plan checked the
+    // event ids by scanning the whole table, on every append.
+    // Made with a few events stored (a page of them): the planner reads that page rather
+    // than the index, and the plan stays.
+    store_filler_events(store.pool(), "session-early-", 20, 20).await;
+    let mut conn = connection_keeping_first_plans(store.pool()).await;
+    for _ in 0..3 {
+        append_message_on(&mut conn, "session-a").await;
+    }
+    // The store grows (other sessions, one long one).
+    store_filler_events(store.pool(), "session-", 100, 5000).await;
+
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    append_message_on(&mut tx, "session-a").await;
+    append_message_on(&mut tx, "session-1").await;
+    let (seq_scans, fetched) = table_reads_in_transaction(&mut tx, "events").await;
+    tx.commit().await.unwrap();
+    assert_eq!(seq_scans, 0, "an append scanned the whole store");
+    assert!(fetched < 20, "{fetched} events read by two appends");
+    // Only inside the function: the connection plans as configured.
+    let setting: String = sqlx::query_scalar("SELECT current_setting('enable_seqscan')")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(setting, "on");
+    drop(conn);
+    let versions: Vec<i32> = sqlx::query_scalar(
+        "SELECT version FROM events WHERE stream = 'session-a' ORDER BY version",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(versions, [1, 2, 3, 4]);
     env.cleanup().await;
 }
