@@ -89,6 +89,11 @@ pub struct RouteDecided {
     /// negation or an explicit command right after an automatically routed answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrects: Option<Misclassification>,
+    /// User messages in the session up to and including this one: the next message's
+    /// router counts on from here rather than counting the whole session. Absent on
+    /// decisions stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_turns: Option<u32>,
 }
 
 /// A previous routing decision the user corrected (seed 002 誤分類検知).

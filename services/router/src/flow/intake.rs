@@ -180,6 +180,7 @@ impl Router {
             entry: Some(entry_name(mode).to_owned()),
             detail: serde_json::to_value(&decision).ok(),
             corrects,
+            user_turns: Some(turn.user_turns),
         };
         let service = self.ctx.service;
         let first = NewEvent::caused_by(cause, STEP_ROUTE, &decided, service)

@@ -63,6 +63,14 @@ impl Turn {
     }
 }
 
+/// How many versions back from a message the router first looks for earlier decisions.
+/// A bound, not a hint: a plan made while the store was new (kept for the connection's
+/// life) fetched every event of the session by bitmap and sorted them to find the last
+/// decision, 6 ms a turn at 3,000 turns. A chat turn stores four events; past the window
+/// (a worker's long loop, a session's first decision) the previous decision is looked for
+/// in the rest of the session, and the count is counted whole.
+const DECISION_WINDOW: i32 = 64;
+
 /// The statement of `Router::state_before` (`$1` the stream, `$2` the message's version,
 /// `$3` the session id): public so a test can check its plan.
 pub fn state_before_sql() -> String {
@@ -73,13 +81,27 @@ pub fn state_before_sql() -> String {
               (SELECT payload->>'text' AS t, version AS v FROM events \
                WHERE stream = $1 AND event_type = '{user}' AND version < $2 \
                AND (payload->>'text' ILIKE '%/local%' OR payload->>'text' ILIKE '%/cloud%')) c), \
-           (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
-            AND version < $2 AND COALESCE((payload->>'primary')::boolean, true) \
-            ORDER BY version DESC LIMIT 1), \
+           COALESCE( \
+             (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
+              AND version < $2 AND version >= $2 - {window} \
+              AND COALESCE((payload->>'primary')::boolean, true) ORDER BY version DESC LIMIT 1), \
+             (SELECT payload FROM events WHERE stream = $1 AND event_type = '{decided}' \
+              AND version < $2 - {window} \
+              AND COALESCE((payload->>'primary')::boolean, true) ORDER BY version DESC LIMIT 1)), \
            (SELECT summary FROM routing_sessions WHERE session_id = $3), \
-           (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
-            AND version <= $2)",
-        decided = RouteDecided::EVENT_TYPE
+           COALESCE( \
+             (SELECT (d.payload->>'user_turns')::bigint + \
+                     (SELECT count(*) FROM events u WHERE u.stream = $1 \
+                      AND u.event_type = '{user}' AND u.version <= $2 AND u.version > \
+                        (SELECT m.version FROM events m \
+                         WHERE m.event_id = (d.payload->>'user_event_id')::uuid)) \
+              FROM events d WHERE d.stream = $1 AND d.event_type = '{decided}' \
+              AND d.version < $2 AND d.version >= $2 - {window} AND d.payload ? 'user_turns' \
+              ORDER BY d.version DESC LIMIT 1), \
+             (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
+              AND version <= $2))",
+        decided = RouteDecided::EVENT_TYPE,
+        window = DECISION_WINDOW,
     )
 }
 
@@ -144,14 +166,19 @@ impl Router {
     ///   paste right after `/local` must never reach the cloud. Whatever order the messages
     ///   are handled in, each sees the flag its predecessors set. The SQL filter only
     ///   narrows; `parse_commands` decides what is a command;
-    /// - the latest primary `RouteDecided` before it (only a declaration depends on it);
+    /// - the latest primary `RouteDecided` before it (only a declaration depends on it),
+    ///   looked for in the last `DECISION_WINDOW` versions first;
     /// - the session's short-memory summary, if the worker has written one;
     /// - how many user messages the stream holds up to and including it (the summary
-    ///   cadence).
+    ///   cadence): the count the latest stored decision before it recorded, plus the user
+    ///   messages since that decision's message (usually none but this one). Counting the
+    ///   whole session instead cost a turn more with every message. Without such a
+    ///   decision in the last `DECISION_WINDOW` versions (decisions stored before
+    ///   the count was recorded, a long worker loop) the session is counted whole.
     ///
-    /// The two user-message parts use the partial indexes of migration 0071 (their filters
-    /// are the indexes' predicates), so neither walks the session's whole stream; the
-    /// decision is found walking back from the message, usually a few events away.
+    /// The user-message parts use the partial indexes of migration 0071 (their filters
+    /// are the indexes' predicates), so none walks the session's whole stream; the
+    /// decisions are found walking back from the message, usually a few events away.
     async fn state_before(
         &self,
         stream: &str,
