@@ -367,3 +367,56 @@ async fn the_event_streams_carry_the_configured_limits_and_follow_a_change() {
     assert_eq!(limits(bus).await, [expected, expected]);
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn published_outbox_rows_are_cleared_without_waiting_for_the_flush() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = env.context("test").await.unwrap();
+    let pool = ctx.store().pool();
+    // Records the setting each delete of outbox rows commits with.
+    sqlx::raw_sql(
+        "CREATE TABLE outbox_clears (setting text NOT NULL); \
+         CREATE FUNCTION record_outbox_clear() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN INSERT INTO outbox_clears SELECT current_setting('synchronous_commit'); \
+         RETURN NULL; END $$; \
+         CREATE TRIGGER outbox_cleared AFTER DELETE ON outbox \
+         FOR EACH ROW EXECUTE FUNCTION record_outbox_clear();",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let log = EventLog::new(ctx.store().clone(), ctx.bus().clone());
+    let stored = log
+        .append("session-o", ExpectedVersion::Any, &[message("hello")])
+        .await
+        .unwrap();
+    assert!(!stored.duplicate);
+    let seen = eventually(
+        Duration::from_secs(10),
+        "the outbox row cleared",
+        || async {
+            let rows: Vec<String> = sqlx::query_scalar("SELECT setting FROM outbox_clears")
+                .fetch_all(pool)
+                .await
+                .unwrap();
+            (!rows.is_empty()).then_some(rows)
+        },
+    )
+    .await;
+    // The event is durable; its outbox row only saves the relay a publish.
+    assert_eq!(seen, ["off"]);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    // Only that transaction: the pool's connections go on committing synchronously.
+    for _ in 0..4 {
+        let setting: String = sqlx::query_scalar("SELECT current_setting('synchronous_commit')")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(setting, "on");
+    }
+    env.cleanup().await;
+}

@@ -146,10 +146,16 @@ async fn clear_published(store: EventStore, mut rx: mpsc::UnboundedReceiver<i64>
                 Err(_) => break,
             }
         }
-        if let Err(e) = sqlx::query("DELETE FROM outbox WHERE position = ANY($1)")
-            .bind(&batch)
-            .execute(store.pool())
-            .await
+        // Not waiting for the flush: a row whose delete a crash loses is published again
+        // by the relay, and JetStream drops the copy. A synchronous delete was a flush of
+        // its own, which the next append's commit waited behind.
+        if let Err(e) = sqlx::query(
+            "DELETE FROM outbox USING (SELECT set_config('synchronous_commit', 'off', true)) \
+             AS asynchronous WHERE position = ANY($1)",
+        )
+        .bind(&batch)
+        .execute(store.pool())
+        .await
         {
             // Harmless: the relay republishes, JetStream drops the copy.
             debug!(error = %e, "could not clear outbox rows");
