@@ -7,7 +7,7 @@ use serde_json::json;
 use std::time::Duration;
 
 use ghost_testkit::plans::{
-    connection_keeping_first_plans, store_filler_events, table_reads_in_transaction,
+    analyse_events, connection_keeping_first_plans, store_filler_events, table_reads_in_transaction,
 };
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
 use uuid::Uuid;
@@ -352,10 +352,7 @@ async fn the_held_back_check_reads_the_index_not_the_whole_store() {
     let store = env.store().await;
     // A store big enough that a scan of it is a plan the planner would pick, analysed.
     store_filler_events(store.pool(), "bulk-", 500, 20_000).await;
-    sqlx::query("ANALYZE events")
-        .execute(store.pool())
-        .await
-        .unwrap();
+    analyse_events(store.pool()).await;
     let end = |order: &'static str| {
         let pool = store.pool().clone();
         async move {

@@ -4,12 +4,21 @@
 
 use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::store::{read_tail_in, EventStore, TailFilter};
-use ghost_testkit::plans::{connection_keeping_first_plans, table_reads_in_transaction};
+use ghost_testkit::plans::{
+    analyse_events, connection_keeping_first_plans, index_reads_in_transaction,
+    table_reads_in_transaction,
+};
 use ghost_testkit::testing::TestEnv;
 use uuid::Uuid;
 
 /// The utterance types the persona's history reads.
 const UTTERANCES: &[&str] = &["UserMessageReceived", "AssistantReplied"];
+
+/// The utterances, and no event asked for by id.
+const UTTERANCES_ONLY: TailFilter<'static> = TailFilter::Types {
+    types: UTTERANCES,
+    also: Uuid::nil(),
+};
 
 /// Stores `count` events in `stream` from version `from` on, typed by `kind(version)`.
 async fn fill(store: &EventStore, stream: &str, from: i32, count: i32, kinds: &[&str]) {
@@ -57,20 +66,11 @@ fn versions(events: &[RecordedEvent]) -> Vec<(i32, String)> {
 /// what they are and how much of the store the read visited.
 async fn check_bounded_read(store: &EventStore, conn: &mut sqlx::PgConnection, when: &str) {
     let mut tx = sqlx::Connection::begin(conn).await.unwrap();
-    let filter = TailFilter::Types {
-        types: UTTERANCES,
-        also: Uuid::nil(),
-    };
-    let tail = read_tail_in(&mut tx, "session-long", filter, 20)
+    let tail = read_tail_in(&mut tx, "session-long", UTTERANCES_ONLY, 20)
         .await
         .unwrap();
     let (seq_scans, fetched) = table_reads_in_transaction(&mut tx, "events").await;
-    let index_entries: i64 = sqlx::query_scalar(
-        "SELECT pg_stat_get_xact_tuples_returned('events_stream_version'::regclass)",
-    )
-    .fetch_one(&mut *tx)
-    .await
-    .unwrap();
+    let (_, index_entries) = index_reads_in_transaction(&mut tx, "events_stream_version").await;
     tx.rollback().await.unwrap();
 
     assert_eq!(
@@ -96,11 +96,7 @@ async fn a_tail_read_of_a_long_conversation_reads_a_window_not_the_whole_stream(
     // of a long session's events by bitmap and sorted them.
     let mut conn = connection_keeping_first_plans(store.pool()).await;
     fill(&store, "session-new", 1, 3, UTTERANCES).await;
-    let filter = TailFilter::Types {
-        types: UTTERANCES,
-        also: Uuid::nil(),
-    };
-    let tail = read_tail_in(&mut conn, "session-new", filter, 20)
+    let tail = read_tail_in(&mut conn, "session-new", UTTERANCES_ONLY, 20)
         .await
         .unwrap();
     assert_eq!(tail.len(), 3);
@@ -132,10 +128,7 @@ async fn a_tail_read_of_a_long_conversation_reads_a_window_not_the_whole_stream(
     check_bounded_read(&store, &mut conn, "plan made on a new store").await;
 
     // Analysed: the plan is made again, from statistics of the grown store.
-    sqlx::query("ANALYZE events")
-        .execute(store.pool())
-        .await
-        .unwrap();
+    analyse_events(store.pool()).await;
     check_bounded_read(&store, &mut conn, "plan made on the analysed store").await;
     drop(conn);
     env.cleanup().await;

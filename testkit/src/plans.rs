@@ -44,3 +44,25 @@ pub async fn store_filler_events(pool: &PgPool, prefix: &str, streams: i32, coun
     .await
     .expect("filler events stored");
 }
+
+/// Scans of `index` and the entries they read, in the transaction `conn` is in.
+pub async fn index_reads_in_transaction(conn: &mut PgConnection, index: &str) -> (i64, i64) {
+    // Postgres 15 has no per-transaction index view; these are the functions behind the
+    // cumulative one (`idx_scan`, `idx_tup_read`).
+    sqlx::query_as(
+        "SELECT pg_stat_get_xact_numscans($1::regclass), \
+                pg_stat_get_xact_tuples_returned($1::regclass)",
+    )
+    .bind(index)
+    .fetch_one(conn)
+    .await
+    .expect("the transaction's index statistics")
+}
+
+/// Analyses `events`, so the next plans are made from statistics of the store as it is.
+pub async fn analyse_events(pool: &PgPool) {
+    sqlx::query("ANALYZE events")
+        .execute(pool)
+        .await
+        .expect("events analysed");
+}

@@ -5,23 +5,10 @@
 
 use ghost_router::flow::turn::state_before_sql;
 use ghost_testkit::plans::{
-    connection_keeping_first_plans, store_filler_events, table_reads_in_transaction,
+    analyse_events, connection_keeping_first_plans, index_reads_in_transaction,
+    store_filler_events, table_reads_in_transaction,
 };
 use ghost_testkit::testing::TestEnv;
-
-/// Scans of `index` and entries they read, in this transaction.
-async fn index_reads(conn: &mut sqlx::PgConnection, index: &str) -> (i64, i64) {
-    // Postgres 15 has no per-transaction index view; these are the functions behind the
-    // cumulative one (`idx_scan`, `idx_tup_read`).
-    sqlx::query_as(
-        "SELECT pg_stat_get_xact_numscans($1::regclass), \
-                pg_stat_get_xact_tuples_returned($1::regclass)",
-    )
-    .bind(index)
-    .fetch_one(conn)
-    .await
-    .unwrap()
-}
 
 /// Turns in the long session; each stores four events.
 const TURNS: i32 = 400;
@@ -97,20 +84,20 @@ async fn check_bounded_read(conn: &mut sqlx::PgConnection, when: &str) {
 
     let (seq_scans, _) = table_reads_in_transaction(&mut tx, "events").await;
     assert_eq!(seq_scans, 0, "{when}: the read scanned the whole store");
-    let (_, tuples) = index_reads(&mut tx, "events_user_messages_by_stream").await;
+    let (_, tuples) = index_reads_in_transaction(&mut tx, "events_user_messages_by_stream").await;
     assert!(
         tuples <= 8,
         "{when}: {tuples} user messages read to count on from the last decision: the \
          count grows with the conversation"
     );
-    let (scans, tuples) = index_reads(&mut tx, "events_mode_commands").await;
+    let (scans, tuples) = index_reads_in_transaction(&mut tx, "events_mode_commands").await;
     assert!(
         scans >= 1,
         "{when}: the commands are not read from their index"
     );
     assert!(tuples <= 4, "{when}: {tuples} entries read for one command");
     // The decisions walk back from the message: a few entries, not the session's 1,600.
-    let (_, tuples) = index_reads(&mut tx, "events_stream_version").await;
+    let (_, tuples) = index_reads_in_transaction(&mut tx, "events_stream_version").await;
     assert!(
         tuples < 200,
         "{when}: {tuples} entries of the session's key read: the read grows with the \
@@ -151,10 +138,7 @@ async fn the_session_read_never_visits_the_whole_conversation() {
     drop(fresh);
 
     // Analysed: the plan is made again, from statistics of the grown store.
-    sqlx::query("ANALYZE events")
-        .execute(store.pool())
-        .await
-        .unwrap();
+    analyse_events(store.pool()).await;
     check_bounded_read(&mut conn, "plan made on the analysed store").await;
     drop(conn);
     env.cleanup().await;
