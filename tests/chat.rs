@@ -14,10 +14,45 @@ use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::testing::eventually;
 use support::{TestApp, TOKEN};
 
+/// Where each piece ends, as a byte offset into the whole.
+fn ends(pieces: &[&str]) -> std::collections::BTreeSet<usize> {
+    pieces
+        .iter()
+        .scan(0, |at, piece| {
+            *at += piece.len();
+            Some(*at)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn chunks_read_together_go_out_as_fewer_token_messages() {
+    let app = TestApp::spawn(&[]).await;
+    // No pause between chunks: the whole reply arrives in one read.
+    let chunks = ["Hel", "lo,", " I am", " Kuro."];
+    app.reply(Script::chunks(chunks.to_vec()));
+
+    let events = app.chat("together", "hi there").await;
+
+    let tokens: Vec<&str> = events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect();
+    assert!(
+        !tokens.is_empty() && tokens.len() < chunks.len(),
+        "one token message per chunk: {tokens:?}"
+    );
+    assert_eq!(tokens.concat(), chunks.concat());
+    assert_eq!(events.last().unwrap().data["reply_text"], chunks.concat());
+    app.cleanup().await;
+}
+
 #[tokio::test]
 async fn chat_streams_tokens_and_records_the_turn() {
     let app = TestApp::spawn(&[]).await;
-    app.reply(Script::chunks(vec!["Hel", "lo,", " I am", " Kuro."]));
+    let chunks = ["Hel", "lo,", " I am", " Kuro."];
+    app.reply(Script::chunks(chunks.to_vec()).with_chunk_delay(Duration::from_millis(100)));
 
     let events = app.chat("s1", "hi there").await;
 
@@ -26,7 +61,14 @@ async fn chat_streams_tokens_and_records_the_turn() {
         .filter(|e| e.event == "token")
         .map(|e| e.data["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(tokens, ["Hel", "lo,", " I am", " Kuro."]);
+    // Paced chunks go out as they are read: a token is one chunk, or (on a machine busy
+    // enough that the persona read several at once) consecutive ones.
+    assert!(tokens.len() > 1, "one token for a paced reply: {tokens:?}");
+    assert_eq!(tokens.concat(), chunks.concat());
+    assert!(
+        ends(&tokens).is_subset(&ends(&chunks)),
+        "a token split a chunk: {tokens:?}"
+    );
     let done = events.last().unwrap();
     assert_eq!(done.event, "done");
     assert_eq!(done.data["reply_text"], "Hello, I am Kuro.");

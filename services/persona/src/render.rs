@@ -30,6 +30,9 @@ use crate::prompt::PersonaPrompt;
 use crate::recall::Recaller;
 use crate::routing_notes;
 
+/// Most model deltas that go out as one token message (those already received).
+const READY_DELTAS: usize = 256;
+
 /// Step names the outcome ids derived from before a turn had one outcome id
 /// ([`ghost_shared::ids::turn_outcome_id`]): still checked, so a request whose outcome was
 /// stored under them is not rendered again.
@@ -392,14 +395,20 @@ impl Renderer {
         prefix: Option<String>,
     ) -> Result<Generated, LlmError> {
         let attempt = Uuid::new_v4();
-        let mut stream = self.llm.chat_stream(messages).await?;
+        let stream = self.llm.chat_stream(messages).await?;
         let mut filter = TrailerStreamFilter::new(&self.ctx.config.ghost.persona.affect_marker);
         let mut seq = 0;
         // The route declaration, when there is one, is the reply's first line.
         self.emit(turn, attempt, &mut seq, prefix.unwrap_or_default())
             .await;
-        while let Some(delta) = stream.next().await {
-            let visible = filter.push(&delta?);
+        // Deltas that are already here go out as one message: a model (or a proxy) that
+        // sends faster than it is read costs one publish per read, not one per token.
+        let mut ready = stream.ready_chunks(READY_DELTAS);
+        while let Some(deltas) = ready.next().await {
+            let mut visible = String::new();
+            for delta in deltas {
+                visible.push_str(&filter.push(&delta?));
+            }
             self.emit(turn, attempt, &mut seq, visible).await;
         }
         let outcome = filter.finish();
