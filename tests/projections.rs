@@ -420,6 +420,82 @@ async fn a_runner_wakes_only_for_the_event_types_it_projects_and_still_applies_e
     env.cleanup().await;
 }
 
+/// Sends a wake-up notification with `payload`, as an append's would be.
+async fn notify(store: &EventStore, payload: &str) {
+    sqlx::query("SELECT pg_notify($1, $2)::text")
+        .bind(ghost_shared::store::NOTIFY_CHANNEL)
+        .bind(payload)
+        .execute(store.pool())
+        .await
+        .unwrap();
+}
+
+/// The runner's pass count once it has stayed the same for 300 ms.
+async fn settled_passes(runner: &ProjectionRunner) -> u64 {
+    let mut seen = runner.passes_total();
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = runner.passes_total();
+        if now == seen {
+            return now;
+        }
+        seen = now;
+    }
+}
+
+#[tokio::test]
+async fn a_wake_up_for_events_the_runner_already_read_runs_no_pass() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let runner = ProjectionRunner::new(
+        store.clone(),
+        Arc::new(WokenByPicked(Picky::new())),
+        500,
+        Duration::from_secs(3600),
+    );
+    let task = tokio::spawn(runner.clone().run());
+    let first = append(&store, "session-r", &[pick(1)]).await;
+    eventually(
+        Duration::from_secs(30),
+        "the first event applied",
+        || async { (picked(&store).await == [1]).then_some(()) },
+    )
+    .await;
+    let before = settled_passes(&runner).await;
+
+    // A wake-up naming an event the last pass read (it arrives after that pass, as an
+    // append's often does): no pass.
+    let read = &first[0];
+    notify(&store, &format!("Picked@{}.{}", read.tx_id, read.position)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        runner.passes_total(),
+        before,
+        "a pass for an event already read"
+    );
+
+    // One naming no position (an older sender's) still wakes it.
+    notify(&store, "Picked").await;
+    eventually(
+        Duration::from_secs(30),
+        "woken without a position",
+        || async { (runner.passes_total() > before).then_some(()) },
+    )
+    .await;
+
+    // And an append's own wake-up, past what it read, wakes it and is applied.
+    append(&store, "session-r", &[pick(2)]).await;
+    eventually(
+        Duration::from_secs(30),
+        "woken by a newer event",
+        || async { (picked(&store).await == [1, 2]).then_some(()) },
+    )
+    .await;
+    task.abort();
+    env.cleanup().await;
+}
+
 /// Runs `ghost <args>` against `env`; (success, stdout + stderr).
 async fn ghost(env: &TestEnv, args: &[&str]) -> (bool, String) {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))

@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::envelope::RecordedEvent;
 use crate::parking;
 use crate::store::{
-    any_after_in, read_all_after_in, EventStore, ReadPosition, StoreError, NOTIFY_CHANNEL,
+    any_after_in, read_all_after_in, EventStore, ReadPosition, StoreError, WakeUp, NOTIFY_CHANNEL,
 };
 
 /// Failure while projecting.
@@ -142,6 +142,8 @@ pub struct ProjectionRunner {
     poll_interval: Duration,
     /// Events this runner parked since it was created.
     parked: Arc<AtomicU64>,
+    /// Catch-up passes this runner ran since it was created.
+    passes: Arc<AtomicU64>,
 }
 
 /// The outcome of one catch-up pass.
@@ -178,12 +180,19 @@ impl ProjectionRunner {
             batch_size: batch_size.max(1),
             poll_interval,
             parked: Arc::new(AtomicU64::new(0)),
+            passes: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// Events this runner (and its clones) parked since it was created.
     pub fn parked_total(&self) -> u64 {
         self.parked.load(Ordering::Relaxed)
+    }
+
+    /// Catch-up passes this runner (and its clones) ran since it was created: each costs a
+    /// transaction, whether or not it finds events.
+    pub fn passes_total(&self) -> u64 {
+        self.passes.load(Ordering::Relaxed)
     }
 
     /// Key of the advisory lock serializing runners of one projection across processes.
@@ -200,6 +209,13 @@ impl ProjectionRunner {
     /// Applies everything committed so far (in batches). Another process running the same
     /// projection makes this a no-op pass.
     pub async fn catch_up(&self) -> Result<CatchUp, ProjectionError> {
+        Ok(self.catch_up_through().await?.0)
+    }
+
+    /// A [`Self::catch_up`] pass, and how far it read when this process held the lock.
+    async fn catch_up_through(&self) -> Result<(CatchUp, Option<ReadPosition>), ProjectionError> {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        let mut through = None;
         let mut pass = CatchUp {
             processed: 0,
             parked: 0,
@@ -210,11 +226,12 @@ impl ProjectionRunner {
             pass.processed += batch.read;
             pass.parked += batch.parked;
             if !batch.locked {
-                return Ok(pass);
+                return Ok((pass, through));
             }
+            through = Some(batch.through);
             if (batch.read as i64) < self.batch_size {
                 pass.pending = batch.pending;
-                return Ok(pass);
+                return Ok((pass, through));
             }
         }
     }
@@ -245,6 +262,7 @@ impl ProjectionRunner {
             parked: 0,
             locked,
             pending: false,
+            through: ReadPosition::START,
         };
         if !locked {
             return Ok(batch);
@@ -256,6 +274,7 @@ impl ProjectionRunner {
         let events = read_all_after_in(&mut *tx, from, self.batch_size).await?;
         batch.read = events.len();
         let last = events.last().map(ReadPosition::of).unwrap_or(from);
+        batch.through = last;
         if !events.is_empty() {
             batch.parked = self.apply_batch(&mut tx, &events).await?;
             save_checkpoint(&mut tx, self.projection.name(), last).await?;
@@ -403,15 +422,20 @@ impl ProjectionRunner {
         Ok(total)
     }
 
-    /// Waits until an append notification names a type this projection wakes on, or
-    /// `wait` passes. A listener error (it reconnects, and may have missed notifications)
-    /// ends the wait too.
-    async fn wait_for_wake(&self, listener: &mut PgListener, wait: Duration) {
+    /// Waits until an append notification names a type this projection wakes on and an
+    /// event past `through` (what this runner's last pass read), or `wait` passes. A
+    /// listener error (it reconnects, and may have missed notifications) ends the wait too.
+    async fn wait_for_wake(
+        &self,
+        listener: &mut PgListener,
+        wait: Duration,
+        through: Option<ReadPosition>,
+    ) {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             match tokio::time::timeout_at(deadline, listener.recv()).await {
                 Err(_) => return,
-                Ok(Ok(n)) if wakes(self.projection.as_ref(), n.payload()) => return,
+                Ok(Ok(n)) if wakes(self.projection.as_ref(), n.payload(), through) => return,
                 Ok(Ok(_)) => continue,
                 Ok(Err(e)) => {
                     debug!(error = %e, "listener error; it reconnects");
@@ -438,8 +462,14 @@ impl ProjectionRunner {
             }
         };
         let mut measured: Option<std::time::Instant> = None;
+        // How far this runner's passes have read: a wake-up for appends it already read
+        // (it arrives after their commit, often after the pass that read them) is skipped.
+        let mut through = None;
         loop {
-            let pass = self.catch_up().await;
+            let pass = self.catch_up_through().await.map(|(pass, read)| {
+                through = read.or(through);
+                pass
+            });
             if let Ok(c) = &pass {
                 crate::metrics::projection_parked(self.projection.name(), c.parked);
             }
@@ -464,17 +494,24 @@ impl ProjectionRunner {
                 }
             };
             match listener.as_mut() {
-                Some(l) => self.wait_for_wake(l, wait).await,
+                Some(l) => self.wait_for_wake(l, wait, through).await,
                 None => tokio::time::sleep(wait).await,
             }
         }
     }
 }
 
-/// Whether an append notification (its payload: the appended event types, comma
-/// separated) wakes `projection`. A payload naming no type wakes every projection.
-fn wakes(projection: &dyn Projection, payload: &str) -> bool {
-    payload.is_empty() || payload.split(',').any(|t| projection.wakes_on(t))
+/// Whether an append notification wakes `projection`, whose runner has read `through`:
+/// it names a type the projection wakes on (or none, which wakes every projection), and
+/// an event past `through` (or none).
+fn wakes(projection: &dyn Projection, payload: &str, through: Option<ReadPosition>) -> bool {
+    let wake_up = WakeUp::parse(payload);
+    let typed = wake_up.names_no_type() || wake_up.types().any(|t| projection.wakes_on(t));
+    let unread = match (wake_up.newest, through) {
+        (Some(newest), Some(through)) => newest > through,
+        _ => true,
+    };
+    typed && unread
 }
 
 /// What one batch did.
@@ -487,6 +524,8 @@ struct Batch {
     locked: bool,
     /// Whether newer events exist that the read held back (still-running transactions).
     pending: bool,
+    /// The position read through (the checkpoint it saved, or the one it started from).
+    through: ReadPosition,
 }
 
 async fn checkpoint<'e>(

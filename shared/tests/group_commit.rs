@@ -3,7 +3,7 @@
 
 use ghost_shared::envelope::NewEvent;
 use ghost_shared::event_log::GroupAppender;
-use ghost_shared::store::{AppendRequest, ExpectedVersion, StoreError};
+use ghost_shared::store::{AppendRequest, ExpectedVersion, ReadPosition, StoreError, WakeUp};
 use std::time::Duration;
 
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
@@ -228,7 +228,7 @@ async fn a_batch_of_new_events_at_any_version_is_one_insert_with_one_wake_up() {
     assert_eq!(queued, 4, "every event has its outbox row");
     // One wake-up naming both types (a request at a time would send one per type).
     let first = listener.recv().await.unwrap();
-    let mut types: Vec<&str> = first.payload().split(',').collect();
+    let mut types: Vec<&str> = WakeUp::parse(first.payload()).types().collect();
     types.sort_unstable();
     assert_eq!(types, ["Alpha", "Beta"]);
     let more = tokio::time::timeout(Duration::from_millis(300), listener.recv()).await;
@@ -370,7 +370,7 @@ async fn the_wake_up_follows_the_commit_and_the_append_functions_send_none() {
 
     // Through the store, the wake-up names what was stored; a redelivery sends none.
     let delta = typed("Delta", "d1");
-    store
+    let stored = store
         .append(
             "store-d",
             ExpectedVersion::Any,
@@ -379,7 +379,10 @@ async fn the_wake_up_follows_the_commit_and_the_append_functions_send_none() {
         .await
         .unwrap();
     let woken = listener.recv().await.unwrap();
-    assert_eq!(woken.payload(), "Delta");
+    let wake_up = WakeUp::parse(woken.payload());
+    assert_eq!(wake_up.types().collect::<Vec<_>>(), ["Delta"]);
+    // It names the stored event, so a runner that read it already skips the wake-up.
+    assert_eq!(wake_up.newest, Some(ReadPosition::of(&stored.events[0])));
     let again = store
         .append("store-d", ExpectedVersion::Any, &[delta])
         .await

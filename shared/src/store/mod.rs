@@ -19,6 +19,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use wakeups::WakeUp;
 use wakeups::Wakeups;
 
 pub use append::{AppendOutcome, ExpectedVersion};
@@ -109,7 +110,7 @@ impl EventStore {
             outcomes
                 .into_iter()
                 .filter(|o| !o.duplicate)
-                .flat_map(|o| o.events.iter().map(|e| e.event_type.as_str())),
+                .flat_map(|o| o.events.iter()),
         );
     }
 
