@@ -38,7 +38,9 @@ impl Children {
     fn spawn(&self, service: &str) -> Result<tokio::process::Child> {
         let mut cmd = tokio::process::Command::new(std::env::current_exe()?);
         cmd.arg("run").arg(service).env_clear();
-        for key in ["PATH", "HOME"] {
+        // TOKIO_WORKER_THREADS sets each process's scheduler threads, as a deployment
+        // running several services on one small machine may (BENCHMARKS.md).
+        for key in ["PATH", "HOME", "TOKIO_WORKER_THREADS"] {
             if let Ok(v) = std::env::var(key) {
                 cmd.env(key, v);
             }
