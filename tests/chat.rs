@@ -14,6 +14,15 @@ use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::testing::eventually;
 use support::{TestApp, TOKEN};
 
+/// The `token` events' deltas, in order.
+fn tokens_of(events: &[support::SseEvent]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["delta"].as_str().unwrap())
+        .collect()
+}
+
 /// Where each piece ends, as a byte offset into the whole.
 fn ends(pieces: &[&str]) -> std::collections::BTreeSet<usize> {
     pieces
@@ -34,11 +43,7 @@ async fn chunks_read_together_go_out_as_fewer_token_messages() {
 
     let events = app.chat("together", "hi there").await;
 
-    let tokens: Vec<&str> = events
-        .iter()
-        .filter(|e| e.event == "token")
-        .map(|e| e.data["delta"].as_str().unwrap())
-        .collect();
+    let tokens = tokens_of(&events);
     assert!(
         !tokens.is_empty() && tokens.len() < chunks.len(),
         "one token message per chunk: {tokens:?}"
@@ -56,11 +61,7 @@ async fn chat_streams_tokens_and_records_the_turn() {
 
     let events = app.chat("s1", "hi there").await;
 
-    let tokens: Vec<&str> = events
-        .iter()
-        .filter(|e| e.event == "token")
-        .map(|e| e.data["delta"].as_str().unwrap())
-        .collect();
+    let tokens = tokens_of(&events);
     // Paced chunks go out as they are read: a token is one chunk, or (on a machine busy
     // enough that the persona read several at once) consecutive ones.
     assert!(tokens.len() > 1, "one token for a paced reply: {tokens:?}");
@@ -211,11 +212,7 @@ async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
     assert_eq!(other.last().unwrap().data["reply_text"], "next reply");
 
     let first = first.await.unwrap();
-    let text: String = first
-        .iter()
-        .filter(|e| e.event == "token")
-        .map(|e| e.data["delta"].as_str().unwrap())
-        .collect();
+    let text = tokens_of(&first).concat();
     assert_eq!(text, "slow reply");
     assert_eq!(first.last().unwrap().data["reply_text"], "slow reply");
     // The refused message left no trace.
