@@ -153,24 +153,21 @@ pub struct WakeUp<'a> {
 impl<'a> WakeUp<'a> {
     /// Reads a payload; one without a readable `@tx_id.position` tail is all types.
     pub fn parse(payload: &'a str) -> Self {
-        let newest = payload.rsplit_once('@').and_then(|(types, at)| {
+        let with_tail = payload.rsplit_once('@').and_then(|(types, at)| {
             let (tx_id, position) = at.split_once('.')?;
             let newest = ReadPosition {
                 tx_id: tx_id.parse().ok()?,
                 position: position.parse().ok()?,
             };
-            Some((types, newest))
-        });
-        match newest {
-            Some((types, newest)) => Self {
+            Some(Self {
                 types,
                 newest: Some(newest),
-            },
-            None => Self {
-                types: payload,
-                newest: None,
-            },
-        }
+            })
+        });
+        with_tail.unwrap_or(Self {
+            types: payload,
+            newest: None,
+        })
     }
 
     /// The event types named.
