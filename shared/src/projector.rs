@@ -237,8 +237,10 @@ impl ProjectionRunner {
     }
 
     /// One batch, in one transaction: the lock and the checkpoint in one statement, the
-    /// read, the model's writes, the new checkpoint and, when the read came back short,
-    /// whether newer events are held back (each statement saved is saved on every pass).
+    /// read, the model's writes, and the new checkpoint with, when the read came back
+    /// short, whether newer events are held back (each statement saved is saved on every
+    /// pass). The model's writes run without a savepoint; only when one of its events fails
+    /// for good is the batch read and applied again, one event (one savepoint) at a time.
     ///
     /// The transaction commits without waiting for its WAL flush (`synchronous_commit`
     /// off, for this transaction only): a read model is rebuilt from the events, and a
@@ -246,6 +248,20 @@ impl ProjectionRunner {
     /// pass applies the same events again. The events themselves stay synchronous. Each
     /// pass's flush otherwise queued in front of the commits of the turn that woke it.
     async fn batch(&self) -> Result<Batch, ProjectionError> {
+        if let Some(batch) = self.batch_applied(Applying::Together).await? {
+            return Ok(batch);
+        }
+        // Nothing of the failed attempt was kept: its transaction rolled back. One by one
+        // parks what fails, so it always comes back with a batch.
+        Ok(self
+            .batch_applied(Applying::OneByOne)
+            .await?
+            .unwrap_or_else(Batch::not_locked))
+    }
+
+    /// [`Self::batch`] applying as `applying` says: `None` when the events applied
+    /// together and one of them failed for good (the transaction rolled back).
+    async fn batch_applied(&self, applying: Applying) -> Result<Option<Batch>, ProjectionError> {
         let mut tx = self.store.pool().begin().await?;
         let (locked, tx_id, position): (bool, Option<i64>, Option<i64>) = sqlx::query_as(
             "SELECT l.locked, c.tx_id, c.position \
@@ -257,16 +273,13 @@ impl ProjectionRunner {
         .bind(self.projection.name())
         .fetch_one(&mut *tx)
         .await?;
-        let mut batch = Batch {
-            read: 0,
-            parked: 0,
-            locked,
-            pending: false,
-            through: ReadPosition::START,
-        };
         if !locked {
-            return Ok(batch);
+            return Ok(Some(Batch::not_locked()));
         }
+        let mut batch = Batch {
+            locked,
+            ..Batch::not_locked()
+        };
         let from = match (tx_id, position) {
             (Some(tx_id), Some(position)) => ReadPosition { tx_id, position },
             _ => ReadPosition::START,
@@ -275,19 +288,36 @@ impl ProjectionRunner {
         batch.read = events.len();
         let last = events.last().map(ReadPosition::of).unwrap_or(from);
         batch.through = last;
-        if !events.is_empty() {
-            batch.parked = self.apply_batch(&mut tx, &events).await?;
-            save_checkpoint(&mut tx, self.projection.name(), last).await?;
-        }
-        if (events.len() as i64) < self.batch_size {
+        let short = (events.len() as i64) < self.batch_size;
+        if events.is_empty() {
             batch.pending = any_after_in(&mut *tx, last).await?;
+        } else {
+            match applying {
+                Applying::Together => match self.projection.apply_all(&mut tx, &events).await {
+                    Ok(()) => {}
+                    Err(e) if e.is_transient() => return Err(e),
+                    Err(_) => {
+                        // Rolled back now, not when the connection is next used: until then
+                        // it would keep the projection's lock from the one-by-one pass.
+                        tx.rollback().await?;
+                        return Ok(None);
+                    }
+                },
+                Applying::OneByOne => {
+                    batch.parked = self.apply_one_by_one(&mut tx, &events).await?
+                }
+            }
+            batch.pending =
+                save_checkpoint_and_look_ahead(&mut tx, self.projection.name(), last, short)
+                    .await?;
         }
         tx.commit().await?;
-        Ok(batch)
+        Ok(Some(batch))
     }
 
     /// Applies `events` in `tx`: all at once inside a savepoint, or, when one of them fails
     /// for good, again one at a time, parking each that fails. Returns how many it parked.
+    /// (A rebuild's path; a live pass tries them together without the savepoint.)
     async fn apply_batch(
         &self,
         tx: &mut Transaction<'_, Postgres>,
@@ -302,6 +332,16 @@ impl ProjectionRunner {
             Err(e) if e.is_transient() => return Err(e),
             Err(_) => whole.rollback().await?,
         }
+        self.apply_one_by_one(tx, events).await
+    }
+
+    /// Applies `events` one at a time, each in its own savepoint, parking each that fails
+    /// for good. Returns how many it parked.
+    async fn apply_one_by_one(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        events: &[RecordedEvent],
+    ) -> Result<usize, ProjectionError> {
         let mut parked = 0;
         for event in events {
             if let Err(e) = self.apply_one(tx, event).await? {
@@ -514,6 +554,28 @@ fn wakes(projection: &dyn Projection, payload: &str, through: Option<ReadPositio
     typed && unread
 }
 
+impl Batch {
+    /// A batch that read nothing because another process held the projection's lock.
+    fn not_locked() -> Self {
+        Self {
+            read: 0,
+            parked: 0,
+            locked: false,
+            pending: false,
+            through: ReadPosition::START,
+        }
+    }
+}
+
+/// How a pass applies its events.
+#[derive(Clone, Copy)]
+enum Applying {
+    /// All in one go ([`Projection::apply_all`]), no savepoint: the common path.
+    Together,
+    /// One at a time, each in a savepoint, parking those that fail.
+    OneByOne,
+}
+
 /// What one batch did.
 struct Batch {
     /// Events read (and applied, skipped or parked).
@@ -543,6 +605,30 @@ async fn checkpoint<'e>(
         },
         None => ReadPosition::START,
     })
+}
+
+/// Saves the checkpoint and, when `look_ahead`, says whether events past it exist (held
+/// back by still-running transactions): one statement for both.
+async fn save_checkpoint_and_look_ahead(
+    tx: &mut Transaction<'_, Postgres>,
+    name: &str,
+    at: ReadPosition,
+    look_ahead: bool,
+) -> Result<bool, ProjectionError> {
+    Ok(sqlx::query_scalar(
+        "WITH saved AS (\
+             INSERT INTO projection_checkpoints (name, tx_id, position, updated_at) \
+             VALUES ($1, $2, $3, clock_timestamp()) \
+             ON CONFLICT (name) DO UPDATE SET tx_id = $2, position = $3, updated_at = clock_timestamp()) \
+         SELECT $4 AND EXISTS (SELECT 1 FROM (SELECT tx_id FROM events \
+             WHERE (tx_id, position) > ($2, $3) ORDER BY tx_id, position LIMIT 1) newer)",
+    )
+    .bind(name)
+    .bind(at.tx_id)
+    .bind(at.position)
+    .bind(look_ahead)
+    .fetch_one(&mut **tx)
+    .await?)
 }
 
 async fn save_checkpoint(
