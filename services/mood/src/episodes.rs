@@ -177,9 +177,30 @@ impl Projection for MoodEpisodes {
             warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
             return Ok(());
         }
-        let inserted = sqlx::query(
-            "INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+        // One statement inserts the episode and counts it in the summary row, which
+        // counts the window's rows, kept by this projection alone, so the count moves
+        // with each insert and trim instead of being counted again (a count of a full
+        // window read every one of its rows on every reply). It also numbers the episode
+        // and announces it to every mood process (delivered at commit; a rolled-back pass
+        // announces nothing). An episode applied before (a replay) inserts nothing, so
+        // the summary row and the announcement are left alone too.
+        let counted: Option<(i32, i64, Option<String>)> = sqlx::query_as(
+            "WITH ins AS ( \
+               INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING \
+               RETURNING persona), \
+             s AS ( \
+               INSERT INTO partner_mood_state (persona, episode_count, episode_seq, last_event_id, updated_at) \
+               SELECT ins.persona, 1, 1, $10, $11 FROM ins \
+               ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
+               episode_seq = partner_mood_state.episode_seq + 1, \
+               last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
+               RETURNING episode_count, episode_seq) \
+             SELECT s.episode_count, s.episode_seq, \
+                    pg_notify($12, jsonb_build_object('kind', 'episode', 'persona', $1::text, \
+                        'seq', s.episode_seq, 'tx_id', $9::bigint, 'position', $2::bigint, \
+                        'episode', $13::jsonb)::text)::text \
+             FROM s",
         )
         .bind(&persona)
         .bind(event.position)
@@ -190,40 +211,15 @@ impl Projection for MoodEpisodes {
         .bind(episode.confidence)
         .bind(episode.policy.map(|p| serde_json::to_value(p).unwrap_or_default()))
         .bind(event.tx_id)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
-            return Ok(()); // applied before (a replay): nothing changed
-        }
-        // The summary row counts the window's rows, kept by this projection alone, so the
-        // count moves with each insert and trim instead of being counted again (a count of
-        // a full window read every one of its rows on every reply). It also numbers the
-        // episode, and the same statement announces it to every mood process (delivered at
-        // commit; a rolled-back pass announces nothing).
-        let (count, seq, _announced): (i32, i64, Option<String>) = sqlx::query_as(
-            "WITH s AS ( \
-               INSERT INTO partner_mood_state (persona, episode_count, episode_seq, last_event_id, updated_at) \
-               VALUES ($1, 1, 1, $2, $3) \
-               ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
-               episode_seq = partner_mood_state.episode_seq + 1, \
-               last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
-               RETURNING episode_count, episode_seq) \
-             SELECT s.episode_count, s.episode_seq, \
-                    pg_notify($4, jsonb_build_object('kind', 'episode', 'persona', $1::text, \
-                        'seq', s.episode_seq, 'tx_id', $5::bigint, 'position', $6::bigint, \
-                        'episode', $7::jsonb)::text)::text \
-             FROM s",
-        )
-        .bind(&persona)
         .bind(event.event_id)
         .bind(event.recorded_at)
         .bind(CHANNEL)
-        .bind(event.tx_id)
-        .bind(event.position)
         .bind(serde_json::to_value(&episode).map_err(|e| ProjectionError::decode(event, e))?)
-        .fetch_one(&mut **tx)
+        .fetch_optional(&mut **tx)
         .await?;
+        let Some((count, seq, _announced)) = counted else {
+            return Ok(()); // applied before (a replay): nothing changed
+        };
         // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
         // in-memory window does: drop the oldest beyond it, walking the window's index.
         let excess = i64::from(count) - self.constants.max_episodes as i64;
