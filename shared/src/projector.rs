@@ -277,7 +277,7 @@ impl ProjectionRunner {
             return Ok(Some(Batch::not_locked()));
         }
         let mut batch = Batch {
-            locked,
+            locked: true,
             ..Batch::not_locked()
         };
         let from = match (tx_id, position) {
@@ -631,20 +631,12 @@ async fn save_checkpoint_and_look_ahead(
     .await?)
 }
 
+/// Saves the checkpoint alone (a rebuild's end).
 async fn save_checkpoint(
     tx: &mut Transaction<'_, Postgres>,
     name: &str,
     at: ReadPosition,
 ) -> Result<(), ProjectionError> {
-    sqlx::query(
-        "INSERT INTO projection_checkpoints (name, tx_id, position, updated_at) \
-         VALUES ($1, $2, $3, clock_timestamp()) \
-         ON CONFLICT (name) DO UPDATE SET tx_id = $2, position = $3, updated_at = clock_timestamp()",
-    )
-    .bind(name)
-    .bind(at.tx_id)
-    .bind(at.position)
-    .execute(&mut **tx)
-    .await?;
+    save_checkpoint_and_look_ahead(tx, name, at, false).await?;
     Ok(())
 }
