@@ -7,6 +7,7 @@ use ghost_shared::config::Config;
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::projector::Projection;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::store::WakeFilter;
 
 /// A service `ghost run` can start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -182,6 +183,7 @@ pub async fn serve_metrics(listen: std::net::SocketAddr) -> Result<ServiceHandle
 /// Connects once and starts `services` on the shared connections.
 pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Stack, ServiceError> {
     let ctx = ServiceContext::connect(config, "ghost").await?;
+    ctx.store().announce_only(any_projection_wakes(&ctx.config));
     let relay = ctx.spawn_outbox_relay();
     let mut handles = Vec::new();
     for name in services {
@@ -228,6 +230,16 @@ pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Project
     }
 }
 
+/// Whether any projection there is wakes on an event type: every runner of the database is
+/// one of this binary's, so an append of a type none wakes on needs no wake-up.
+pub fn any_projection_wakes(config: &Config) -> WakeFilter {
+    let projections: Vec<Arc<dyn Projection>> = PROJECTIONS
+        .iter()
+        .filter_map(|name| projection_by_name(name, config))
+        .collect();
+    Arc::new(move |event_type: &str| projections.iter().any(|p| p.wakes_on(event_type)))
+}
+
 /// Names accepted by [`projection_by_name`].
 pub const PROJECTIONS: [&str; 4] = [
     AssistantTextProjection::NAME,
@@ -239,6 +251,22 @@ pub const PROJECTIONS: [&str; 4] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appends_are_announced_for_the_types_some_projection_wakes_on() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let config =
+            Config::load(&dir, std::iter::empty()).expect("the repository's configuration");
+        let wakes = any_projection_wakes(&config);
+        // The routing, mood and memory projections.
+        for woken in ["RouteDecided", "AssistantReplied", "StateUpserted"] {
+            assert!(wakes(woken), "{woken}");
+        }
+        // Listed by their writers, or projected by nobody.
+        for quiet in ["UserMessageReceived", "TokenRelayed", "StageSpoke"] {
+            assert!(!wakes(quiet), "{quiet}");
+        }
+    }
 
     #[test]
     fn each_service_gets_its_own_metrics_port_above_the_base() {

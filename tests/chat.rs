@@ -355,3 +355,42 @@ async fn rebuilding_assistant_text_from_zero_equals_the_live_table() {
     assert_eq!(rebuilt, live);
     app.cleanup().await;
 }
+
+/// Each writer lists what it stores: the user's message is in the conversation once the
+/// chat is accepted, the reply once `done` names it. The `assistant_text` runner wakes for
+/// neither and polls only once a minute here, so every row below is a writer's own.
+#[tokio::test]
+async fn a_turn_is_in_the_conversation_as_its_writers_store_it() {
+    let app = TestApp::spawn(&[("GHOST_PROJECTIONS__POLL_INTERVAL_MS", "60000")]).await;
+    app.reply(Script::reply("hello back").with_delay(Duration::from_millis(1500)));
+    let said = |messages: serde_json::Value| -> Vec<(String, String)> {
+        messages["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let field = |k: &str| m[k].as_str().unwrap().to_owned();
+                (field("role"), field("text"))
+            })
+            .collect()
+    };
+    let body = serde_json::json!({ "session_id": "listed", "text": "hi there" }).to_string();
+    let response = app.post_chat_raw(body, Some(TOKEN)).await;
+    assert_eq!(response.status(), 200);
+
+    // Accepted; the reply is still being written.
+    assert_eq!(
+        said(app.messages("listed").await),
+        [("user".to_owned(), "hi there".to_owned())]
+    );
+    let events = support::read_sse(response).await;
+    assert_eq!(events.last().unwrap().event, "done");
+    assert_eq!(
+        said(app.messages("listed").await),
+        [
+            ("user".to_owned(), "hi there".to_owned()),
+            ("assistant".to_owned(), "hello back".to_owned())
+        ]
+    );
+    app.cleanup().await;
+}

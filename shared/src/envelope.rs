@@ -207,19 +207,27 @@ pub enum DecodeError {
     },
 }
 
+/// A payload of type `event_type` as `P` (stored or about to be), checking the type first.
+pub fn decode_payload<P: EventPayload>(
+    event_type: &str,
+    payload: &serde_json::Value,
+) -> Result<P, DecodeError> {
+    if event_type != P::EVENT_TYPE {
+        return Err(DecodeError::WrongType {
+            expected: P::EVENT_TYPE,
+            found: event_type.to_owned(),
+        });
+    }
+    P::deserialize(payload).map_err(|source| DecodeError::Payload {
+        event_type: P::EVENT_TYPE,
+        source,
+    })
+}
+
 impl RecordedEvent {
     /// The payload as `P`, checking the type name first.
     pub fn decode<P: EventPayload>(&self) -> Result<P, DecodeError> {
-        if self.event_type != P::EVENT_TYPE {
-            return Err(DecodeError::WrongType {
-                expected: P::EVENT_TYPE,
-                found: self.event_type.clone(),
-            });
-        }
-        P::deserialize(&self.payload).map_err(|source| DecodeError::Payload {
-            event_type: P::EVENT_TYPE,
-            source,
-        })
+        decode_payload(&self.event_type, &self.payload)
     }
 
     /// Whether this event is of type `P`.

@@ -237,6 +237,34 @@ async fn a_batch_of_new_events_at_any_version_is_one_insert_with_one_wake_up() {
 }
 
 #[tokio::test]
+async fn an_append_of_types_no_runner_wakes_for_sends_no_wake_up() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    store.announce_only(std::sync::Arc::new(|t: &str| t == "Alpha"));
+    let mut listener = wake_up_listener(&store).await;
+    store
+        .append("stage-a", ExpectedVersion::Any, &[typed("Beta", "b1")])
+        .await
+        .unwrap();
+    store
+        .append(
+            "stage-a",
+            ExpectedVersion::Any,
+            &[typed("Alpha", "a1"), typed("Beta", "b2")],
+        )
+        .await
+        .unwrap();
+    // Notifications arrive in commit order: the first names the second append, and only
+    // the type a runner wakes for.
+    let first = listener.recv().await.unwrap();
+    assert_eq!(
+        WakeUp::parse(first.payload()).types().collect::<Vec<_>>(),
+        ["Alpha"]
+    );
+    env.cleanup().await;
+}
+
+#[tokio::test]
 async fn a_batch_that_cannot_be_one_insert_is_stored_a_request_at_a_time() {
     let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
     let store = env.store().await;

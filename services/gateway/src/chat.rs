@@ -285,7 +285,15 @@ async fn append_message(
         },
     )
     .map_err(|e| ApiError::internal("cannot encode the message", e))?;
-    match state.ctx.log.append(stream, expected, &[event]).await {
+    // In the conversation the moment it is stored (`GET /api/sessions/{id}/messages`).
+    let listing = AssistantTextProjection::listing(&[], std::slice::from_ref(&event))
+        .map_err(|e| ApiError::internal("cannot list the message", e))?;
+    match state
+        .ctx
+        .log
+        .append_with(stream, expected, &[event], listing.also())
+        .await
+    {
         Ok(outcome) => {
             if !outcome.duplicate {
                 ghost_shared::metrics::turn_started(Channel::Http.as_str());

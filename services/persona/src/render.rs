@@ -22,7 +22,7 @@ use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
-use ghost_shared::store::ExpectedVersion;
+use ghost_shared::store::{AppendOutcome, ExpectedVersion};
 use ghost_shared::turn_stream::TurnStreamMessage;
 
 use crate::capsule::mood_capsule;
@@ -163,6 +163,50 @@ impl Renderer {
         AssistantTextProjection::store_now(store.pool(), &rows)
             .await
             .map_err(|e| HandlerError::transient(e.to_string()))
+    }
+
+    /// Appends the turn's outcome with the turn listed in the conversation, before anyone
+    /// hears of it on the turn's subject. With the user's message at hand (the history read
+    /// had it), the listing is written by the append's own statement; else, or when another
+    /// outcome was stored first, the stored one is listed once committed.
+    async fn append_listed(
+        &self,
+        turn: Uuid,
+        stream: &str,
+        user: Option<&RecordedEvent>,
+        outcome: NewEvent,
+    ) -> Result<AppendOutcome, HandlerError> {
+        let log = &self.ctx.log;
+        let Some(user) = user else {
+            let (stored, listed) = log
+                .append_beside_publish(
+                    stream,
+                    ExpectedVersion::Any,
+                    &[outcome],
+                    |stored| async move {
+                        match stored.events.first() {
+                            Some(outcome) => self.list_turn(turn, None, outcome).await,
+                            None => Ok(()),
+                        }
+                    },
+                )
+                .await
+                .map_err(HandlerError::transient)?;
+            listed?;
+            return Ok(stored);
+        };
+        let listing = AssistantTextProjection::listing(&[user], std::slice::from_ref(&outcome))
+            .map_err(HandlerError::permanent)?;
+        let stored = log
+            .append_with(stream, ExpectedVersion::Any, &[outcome], listing.also())
+            .await
+            .map_err(HandlerError::transient)?;
+        if stored.duplicate {
+            if let Some(first) = stored.events.first() {
+                self.list_turn(turn, Some(user), first).await?;
+            }
+        }
+        Ok(stored)
     }
 
     async fn publish(&self, turn: &Uuid, message: &TurnStreamMessage) {
@@ -588,26 +632,9 @@ impl EventHandler for Renderer {
             }
         };
         ghost_shared::fault::point("persona.before_append");
-        // The outcome is listed in the conversation while it is published: both before
-        // anyone hears of it on the turn's subject.
-        let user = user_event.as_ref();
-        let (stored, listed) = self
-            .ctx
-            .log
-            .append_beside_publish(
-                &stream,
-                ExpectedVersion::Any,
-                &[new_event],
-                |stored| async move {
-                    match stored.events.first() {
-                        Some(outcome) => self.list_turn(turn, user, outcome).await,
-                        None => Ok(()),
-                    }
-                },
-            )
-            .await
-            .map_err(HandlerError::transient)?;
-        listed?;
+        let stored = self
+            .append_listed(turn, &stream, user_event.as_ref(), new_event)
+            .await?;
         ghost_shared::fault::point("persona.after_append");
         // Another handler (or the watchdog) closed the turn first: its outcome stands.
         let message = match (stored.duplicate, stored.events.first()) {

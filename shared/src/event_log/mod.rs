@@ -16,7 +16,9 @@ use tracing::{debug, warn};
 
 use crate::bus::{Bus, BusError};
 use crate::envelope::{NewEvent, RecordedEvent};
-use crate::store::{read::row_to_event, AppendOutcome, EventStore, ExpectedVersion, StoreError};
+use crate::store::{
+    read::row_to_event, AlsoWritten, AppendOutcome, EventStore, ExpectedVersion, StoreError,
+};
 
 /// Failure of an append-and-publish.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,25 @@ impl EventLog {
     ) -> Result<AppendOutcome, EventLogError> {
         let (outcome, ()) = self
             .append_beside_publish(stream, expected, events, |_| async {})
+            .await?;
+        Ok(outcome)
+    }
+
+    /// Appends like [`Self::append`], with `also` written in the append's statement (see
+    /// [`EventStore::append_with`]); publishes once committed.
+    pub async fn append_with(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        also: AlsoWritten<'_>,
+    ) -> Result<AppendOutcome, EventLogError> {
+        let outcome = self
+            .store
+            .append_with(stream, expected, events, Some(also))
+            .await?;
+        crate::fault::point("store.after_commit");
+        self.publish_outcomes(std::slice::from_ref(&outcome))
             .await?;
         Ok(outcome)
     }

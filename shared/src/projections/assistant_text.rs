@@ -6,9 +6,10 @@ use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
 use crate::autonomy::events::AutonomyMessageRendered;
-use crate::envelope::{EventPayload, RecordedEvent};
+use crate::envelope::{decode_payload, DecodeError, EventPayload, NewEvent, RecordedEvent};
 use crate::events::{AssistantReplied, UserMessageReceived};
 use crate::projector::{Projection, ProjectionError};
+use crate::store::AlsoWritten;
 
 /// One row of `assistant_text`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,6 +81,44 @@ impl AssistantTextProjection {
         insert_rows(pool, &rows_of(events.iter().copied())?).await
     }
 
+    /// The rows of `stored` (events in the store) and of `appending` (events about to be
+    /// appended), for that append to write in its own statement
+    /// ([`crate::event_log::EventLog::append_with`]): listed the moment they commit, with no
+    /// round trip or commit of their own. An appended event that turns out to be a
+    /// duplicate is not listed from what was sent (its stored copy may say something
+    /// else): its writer lists the stored copy ([`Self::store_now`]).
+    pub fn listing(
+        stored: &[&RecordedEvent],
+        appending: &[NewEvent],
+    ) -> Result<Listing, ProjectionError> {
+        let mut rows = Vec::new();
+        for row in rows_of(stored.iter().copied())? {
+            rows.push(serde_json::json!(row));
+        }
+        for event in appending {
+            let said =
+                said(&event.event_type, &event.payload).map_err(|e| ProjectionError::Decode {
+                    event_id: event.event_id,
+                    event_type: event.event_type.clone(),
+                    reason: e.to_string(),
+                })?;
+            // Position and time come from the append.
+            rows.extend(said.map(|s| {
+                serde_json::json!({
+                    "session_id": s.session_id,
+                    "event_id": event.event_id,
+                    "role": s.role,
+                    "speaker": s.speaker,
+                    "source": s.source,
+                    "text": s.text,
+                })
+            }));
+        }
+        Ok(Listing {
+            rows: serde_json::Value::Array(rows),
+        })
+    }
+
     /// The display style (`chat`, `notify`) of each autonomy message among `event_ids`, from
     /// its `AutonomyMessageRendered` event (the row keeps only what was said).
     pub async fn autonomy_displays<'e>(
@@ -114,6 +153,35 @@ impl AssistantTextProjection {
     }
 }
 
+/// Conversation rows to be written by an append ([`AssistantTextProjection::listing`]).
+#[derive(Debug, Clone)]
+pub struct Listing {
+    rows: serde_json::Value,
+}
+
+/// The listing's statement, run inside the append's: a row of a stored event carries its
+/// position and time; a row of an appended one takes them from the append, and only when
+/// the append stored it.
+const LIST_WITH_APPEND: &str = "INSERT INTO assistant_text \
+     (session_id, position, event_id, role, speaker, source, text, recorded_at) \
+     SELECT r.session_id, COALESCE(r.position, a.position), r.event_id, r.role, r.speaker, \
+     r.source, r.text, COALESCE(r.recorded_at, a.recorded_at) \
+     FROM jsonb_to_recordset($4) AS r(session_id text, position bigint, event_id uuid, \
+     role text, speaker text, source text, text text, recorded_at timestamptz) \
+     LEFT JOIN appended a ON a.event_id = r.event_id AND NOT a.duplicate \
+     WHERE r.position IS NOT NULL OR a.position IS NOT NULL \
+     ON CONFLICT DO NOTHING";
+
+impl Listing {
+    /// The write the append runs in its statement.
+    pub fn also(&self) -> AlsoWritten<'_> {
+        AlsoWritten {
+            sql: LIST_WITH_APPEND,
+            param: &self.rows,
+        }
+    }
+}
+
 fn turn_from_row(r: &sqlx::postgres::PgRow) -> Result<ConversationTurn, sqlx::Error> {
     Ok(ConversationTurn {
         session_id: r.try_get("session_id")?,
@@ -133,13 +201,12 @@ impl Projection for AssistantTextProjection {
         Self::NAME
     }
 
-    fn wakes_on(&self, event_type: &str) -> bool {
-        [
-            UserMessageReceived::EVENT_TYPE,
-            AutonomyMessageRendered::EVENT_TYPE,
-            AssistantReplied::EVENT_TYPE,
-        ]
-        .contains(&event_type)
+    /// Woken by none: the writers list their own rows as they store them (the gateway
+    /// a chat message, the persona its reply or autonomy message with the user's message),
+    /// so a wake-up would buy a pass that finds every row there. What no writer lists (a
+    /// webhook's message, before its reply lists it) waits for the poll interval.
+    fn wakes_on(&self, _event_type: &str) -> bool {
+        false
     }
 
     async fn apply(
@@ -181,49 +248,65 @@ fn rows_of<'a>(
     Ok(rows)
 }
 
-/// The `assistant_text` row an event makes, if it makes one.
-fn row_of(event: &RecordedEvent) -> Result<Option<ConversationTurn>, ProjectionError> {
-    let (session_id, role, speaker, source, text) = match event.event_type.as_str() {
+/// Who said what in an event that is part of the conversation.
+struct Said {
+    session_id: String,
+    role: &'static str,
+    speaker: String,
+    source: String,
+    text: String,
+}
+
+/// What an event of `event_type` says in the conversation, if it says something.
+fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said>, DecodeError> {
+    let said = match event_type {
         UserMessageReceived::EVENT_TYPE => {
-            let m: UserMessageReceived = event
-                .decode()
-                .map_err(|e| ProjectionError::decode(event, e))?;
-            (m.session_id, "user", m.speaker, m.channel.as_str(), m.text)
+            let m: UserMessageReceived = decode_payload(event_type, payload)?;
+            Said {
+                session_id: m.session_id,
+                role: "user",
+                speaker: m.speaker,
+                source: m.channel.as_str().to_owned(),
+                text: m.text,
+            }
         }
         AutonomyMessageRendered::EVENT_TYPE => {
-            let m: AutonomyMessageRendered = event
-                .decode()
-                .map_err(|e| ProjectionError::decode(event, e))?;
-            (
-                m.session_id,
-                "assistant",
-                m.persona,
-                AUTONOMY_SOURCE,
-                m.text,
-            )
+            let m: AutonomyMessageRendered = decode_payload(event_type, payload)?;
+            Said {
+                session_id: m.session_id,
+                role: "assistant",
+                speaker: m.persona,
+                source: AUTONOMY_SOURCE.to_owned(),
+                text: m.text,
+            }
         }
         AssistantReplied::EVENT_TYPE => {
-            let r: AssistantReplied = event
-                .decode()
-                .map_err(|e| ProjectionError::decode(event, e))?;
-            (
-                r.session_id,
-                "assistant",
-                r.speaker,
-                r.channel.as_str(),
-                r.text,
-            )
+            let r: AssistantReplied = decode_payload(event_type, payload)?;
+            Said {
+                session_id: r.session_id,
+                role: "assistant",
+                speaker: r.speaker,
+                source: r.channel.as_str().to_owned(),
+                text: r.text,
+            }
         }
         _ => return Ok(None),
     };
-    Ok(Some(ConversationTurn {
-        session_id,
+    Ok(Some(said))
+}
+
+/// The `assistant_text` row an event makes, if it makes one.
+fn row_of(event: &RecordedEvent) -> Result<Option<ConversationTurn>, ProjectionError> {
+    let said =
+        said(&event.event_type, &event.payload).map_err(|e| ProjectionError::decode(event, e))?;
+    Ok(said.map(|s| ConversationTurn {
+        session_id: s.session_id,
         position: event.position,
         event_id: event.event_id,
-        role: role.to_owned(),
-        speaker,
-        source: source.to_owned(),
-        text,
+        role: s.role.to_owned(),
+        speaker: s.speaker,
+        source: s.source,
+        text: s.text,
         recorded_at: event.recorded_at,
     }))
 }

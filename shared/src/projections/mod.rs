@@ -5,5 +5,5 @@
 mod assistant_text;
 mod memory;
 
-pub use assistant_text::{AssistantTextProjection, ConversationTurn, AUTONOMY_SOURCE};
+pub use assistant_text::{AssistantTextProjection, ConversationTurn, Listing, AUTONOMY_SOURCE};
 pub use memory::{MemoryProjection, MEMORY_TABLES};

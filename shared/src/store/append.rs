@@ -40,6 +40,17 @@ pub struct AppendOutcome {
     pub duplicate: bool,
 }
 
+/// A write that commits with an append, in the append's own statement: one round trip and
+/// one commit instead of two, and no moment at which one is stored without the other.
+#[derive(Debug, Clone, Copy)]
+pub struct AlsoWritten<'a> {
+    /// A data-modifying statement (run as a `WITH` query) that may read the append's rows
+    /// as `appended` (`ghost_append`'s columns, `duplicate` included) and `param` as `$4`.
+    pub sql: &'static str,
+    /// Its one parameter.
+    pub param: &'a serde_json::Value,
+}
+
 /// How many times an `Any` append retries after losing a race for a version.
 const MAX_VERSION_RETRIES: usize = 16;
 
@@ -84,22 +95,45 @@ impl EventStore {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome, StoreError> {
+        self.append_with(stream, expected, events, None).await
+    }
+
+    /// Appends like [`Self::append`], and runs `also` in the same statement: it commits
+    /// with the events or not at all (a conflict or a retry rolls both back).
+    pub async fn append_with(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        also: Option<AlsoWritten<'_>>,
+    ) -> Result<AppendOutcome, StoreError> {
         if events.is_empty() {
             return Err(StoreError::Empty);
         }
         let body = events_json(events);
+        let columns = format!(
+            "position, tx_id, event_id, stream, version, event_type, schema_version, \
+             {SENT_BACK_ONLY_WHEN_STORED}, recorded_at, duplicate"
+        );
+        let sql = match also {
+            None => format!("SELECT {columns} FROM ghost_append($1, $2, $3)"),
+            Some(also) => format!(
+                "WITH appended AS MATERIALIZED (SELECT * FROM ghost_append($1, $2, $3)), \
+                 also_written AS ({}) SELECT {columns} FROM appended",
+                also.sql
+            ),
+        };
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let result = sqlx::query(&format!(
-                "SELECT position, tx_id, event_id, stream, version, event_type, schema_version, \
-                 {SENT_BACK_ONLY_WHEN_STORED}, recorded_at, duplicate FROM ghost_append($1, $2, $3)"
-            ))
-            .bind(stream)
-            .bind(expected.as_sql())
-            .bind(&body)
-            .fetch_all(&self.pool)
-            .await;
+            let mut query = sqlx::query(&sql)
+                .bind(stream)
+                .bind(expected.as_sql())
+                .bind(&body);
+            if let Some(also) = also {
+                query = query.bind(also.param);
+            }
+            let result = query.fetch_all(&self.pool).await;
             let rows = match result {
                 Ok(rows) => rows,
                 Err(sqlx::Error::Database(db)) => {

@@ -19,10 +19,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use wakeups::WakeUp;
 use wakeups::Wakeups;
+pub use wakeups::{WakeFilter, WakeUp};
 
-pub use append::{AppendOutcome, ExpectedVersion};
+pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
 pub use tail::{read_tail_in, TailFilter};
@@ -112,6 +112,14 @@ impl EventStore {
                 .filter(|o| !o.duplicate)
                 .flat_map(|o| o.events.iter()),
         );
+    }
+
+    /// Announces appends only of the types `wakes` names, on this store and its clones.
+    /// For a process that knows every projection runner of the database (the `ghost`
+    /// binary): a wake-up for types no runner wakes on signals every listening backend
+    /// and every runner, each only to skip it. The first filter set stays.
+    pub fn announce_only(&self, wakes: WakeFilter) {
+        self.wakeups.announce_only(wakes);
     }
 
     /// The pool, for projections and read models living in the same database.

@@ -13,7 +13,7 @@
 //! of running a pass that finds nothing.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sqlx::PgPool;
 use tracing::debug;
@@ -25,10 +25,25 @@ use crate::envelope::RecordedEvent;
 /// wake-up names no type, which wakes every runner.
 const MAX_PAYLOAD: usize = 7000;
 
+/// Whether some projection runner wakes for an event type ([`crate::projector::Projection::wakes_on`]
+/// over every projection there is).
+pub type WakeFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// The event types appended since the last wake-up, and whether one is being sent.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Wakeups {
     state: Mutex<Pending>,
+    /// Set where every runner is known: types no runner wakes for are not announced.
+    announced_only: OnceLock<WakeFilter>,
+}
+
+impl std::fmt::Debug for Wakeups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wakeups")
+            .field("state", &self.state)
+            .field("filtered", &self.announced_only.get().is_some())
+            .finish()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -81,13 +96,23 @@ impl Wakeups {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// From now on announces only the types `wakes` names (the first filter set stays).
+    pub(crate) fn announce_only(&self, wakes: WakeFilter) {
+        let _ = self.announced_only.set(wakes);
+    }
+
     /// Announces that `events` committed: sent at once in the background, or with the
-    /// next wake-up when one is already under way.
+    /// next wake-up when one is already under way. An append of types no runner wakes
+    /// for sends nothing: every runner would skip its wake-up.
     pub(crate) fn committed<'a>(
         self: &Arc<Self>,
         pool: &PgPool,
         events: impl IntoIterator<Item = &'a RecordedEvent>,
     ) {
+        let wakes = self.announced_only.get();
+        let events = events
+            .into_iter()
+            .filter(|e| wakes.is_none_or(|wakes| wakes(&e.event_type)));
         {
             let mut pending = self.lock();
             for event in events {
