@@ -219,11 +219,16 @@ impl EventPayload for TurnTimedOut {
     const EVENT_TYPE: &'static str = "TurnTimedOut";
 }
 
+/// The event types that end a turn in its session.
+pub const TURN_ENDING_TYPES: [&str; 3] = [
+    AssistantReplied::EVENT_TYPE,
+    RenderFailed::EVENT_TYPE,
+    TurnTimedOut::EVENT_TYPE,
+];
+
 /// Whether an event type ends a turn in its session.
 pub fn ends_turn(event_type: &str) -> bool {
-    event_type == AssistantReplied::EVENT_TYPE
-        || event_type == RenderFailed::EVENT_TYPE
-        || event_type == TurnTimedOut::EVENT_TYPE
+    TURN_ENDING_TYPES.contains(&event_type)
 }
 
 /// The notice a user gets when their turn timed out, in the language of their message

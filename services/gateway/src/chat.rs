@@ -23,10 +23,10 @@ use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::{
     session_stream, storable_text, EventMetadata, EventPayload, NewEvent, RecordedEvent,
 };
-use ghost_shared::events::{ends_turn, Channel, UserMessageReceived};
+use ghost_shared::events::{Channel, UserMessageReceived, TURN_ENDING_TYPES};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::projections::AssistantTextProjection;
-use ghost_shared::store::{ExpectedVersion, StoreError};
+use ghost_shared::store::{StoreError, TurnGuard};
 use ghost_shared::telemetry;
 use ghost_shared::turn_stream::TurnStreamMessage;
 
@@ -220,30 +220,6 @@ fn busy(session_id: &str) -> ApiError {
     )
 }
 
-/// The session stream's version and its last turn event (type, time). The persona's
-/// autonomy messages land in the conversation without being a turn, so they are skipped.
-/// Reads no payload: this runs before every turn.
-async fn session_head(
-    pool: &sqlx::PgPool,
-    stream: &str,
-) -> Result<(i32, Option<(String, chrono::DateTime<chrono::Utc>)>), sqlx::Error> {
-    let (version, event_type, recorded_at): (
-        i32,
-        Option<String>,
-        Option<chrono::DateTime<chrono::Utc>>,
-    ) = sqlx::query_as(
-        "SELECT COALESCE((SELECT max(version) FROM events WHERE stream = $1), 0), \
-             t.event_type, t.recorded_at FROM (SELECT 1) AS one LEFT JOIN LATERAL \
-             (SELECT event_type, recorded_at FROM events WHERE stream = $1 AND event_type <> $2 \
-              ORDER BY version DESC LIMIT 1) AS t ON true",
-    )
-    .bind(stream)
-    .bind(AutonomyMessageRendered::EVENT_TYPE)
-    .fetch_one(pool)
-    .await?;
-    Ok((version, event_type.zip(recorded_at)))
-}
-
 /// Appends the user's message unless the session is mid-turn.
 async fn append_message(
     state: &AppState,
@@ -251,18 +227,12 @@ async fn append_message(
     turn: Uuid,
     input: ChatInput,
 ) -> Result<RecordedEvent, ApiError> {
-    let (version, last_turn_event) = session_head(state.ctx.store().pool(), stream)
-        .await
-        .map_err(|e| ApiError::internal("event store unavailable", e))?;
-    let turn_timeout =
-        chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
-    if let Some((event_type, recorded_at)) = last_turn_event {
-        let running = !ends_turn(&event_type) && chrono::Utc::now() - recorded_at < turn_timeout;
-        if running {
-            return Err(busy(&input.session_id));
-        }
-    }
-    let expected = ExpectedVersion::Exact(version);
+    // The persona's autonomy messages land in the conversation without being a turn.
+    let guard = TurnGuard {
+        ends_turn: &TURN_ENDING_TYPES,
+        not_turn: AutonomyMessageRendered::EVENT_TYPE,
+        running: Duration::from_secs(state.ctx.config.ghost.gateway.turn_timeout_secs),
+    };
     let (traceparent, tracestate) = telemetry::current_trace_headers();
     let message = UserMessageReceived {
         session_id: input.session_id.clone(),
@@ -291,7 +261,7 @@ async fn append_message(
     match state
         .ctx
         .log
-        .append_with(stream, expected, &[event], listing.also())
+        .append_turn(stream, guard, &[event], listing.also())
         .await
     {
         Ok(outcome) => {
@@ -304,8 +274,8 @@ async fn append_message(
                 .next()
                 .ok_or_else(|| ApiError::internal("append returned nothing", "empty outcome"))
         }
-        // Someone else appended first: their turn is running.
-        Err(ghost_shared::event_log::EventLogError::Store(StoreError::Conflict { .. })) => {
+        // The previous turn is still running, or someone else's started first.
+        Err(ghost_shared::event_log::EventLogError::Store(StoreError::TurnRunning { .. })) => {
             Err(busy(&input.session_id))
         }
         Err(e) => Err(ApiError::internal("cannot store the message", e)),

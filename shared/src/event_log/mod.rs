@@ -18,6 +18,7 @@ use crate::bus::{Bus, BusError};
 use crate::envelope::{NewEvent, RecordedEvent};
 use crate::store::{
     read::row_to_event, AlsoWritten, AppendOutcome, EventStore, ExpectedVersion, StoreError,
+    TurnGuard,
 };
 
 /// Failure of an append-and-publish.
@@ -85,6 +86,30 @@ impl EventLog {
             .store
             .append_with(stream, expected, events, Some(also))
             .await?;
+        self.publish_committed(outcome).await
+    }
+
+    /// Appends a session's next turn, with `also` written in its statement (see
+    /// [`EventStore::append_turn`]); publishes once committed.
+    pub async fn append_turn(
+        &self,
+        stream: &str,
+        guard: TurnGuard<'_>,
+        events: &[NewEvent],
+        also: AlsoWritten<'_>,
+    ) -> Result<AppendOutcome, EventLogError> {
+        let outcome = self
+            .store
+            .append_turn(stream, guard, events, Some(also))
+            .await?;
+        self.publish_committed(outcome).await
+    }
+
+    /// Publishes what one committed append stored.
+    async fn publish_committed(
+        &self,
+        outcome: AppendOutcome,
+    ) -> Result<AppendOutcome, EventLogError> {
         crate::fault::point("store.after_commit");
         self.publish_outcomes(std::slice::from_ref(&outcome))
             .await?;

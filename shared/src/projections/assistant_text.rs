@@ -166,7 +166,7 @@ const LIST_WITH_APPEND: &str = "INSERT INTO assistant_text \
      (session_id, position, event_id, role, speaker, source, text, recorded_at) \
      SELECT r.session_id, COALESCE(r.position, a.position), r.event_id, r.role, r.speaker, \
      r.source, r.text, COALESCE(r.recorded_at, a.recorded_at) \
-     FROM jsonb_to_recordset($4) AS r(session_id text, position bigint, event_id uuid, \
+     FROM jsonb_to_recordset({param}) AS r(session_id text, position bigint, event_id uuid, \
      role text, speaker text, source text, text text, recorded_at timestamptz) \
      LEFT JOIN appended a ON a.event_id = r.event_id AND NOT a.duplicate \
      WHERE r.position IS NOT NULL OR a.position IS NOT NULL \

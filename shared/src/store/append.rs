@@ -45,10 +45,31 @@ pub struct AppendOutcome {
 #[derive(Debug, Clone, Copy)]
 pub struct AlsoWritten<'a> {
     /// A data-modifying statement (run as a `WITH` query) that may read the append's rows
-    /// as `appended` (`ghost_append`'s columns, `duplicate` included) and `param` as `$4`.
+    /// as `appended` (`ghost_append`'s columns, `duplicate` included) and `param` as
+    /// `{param}` (replaced by its placeholder).
     pub sql: &'static str,
     /// Its one parameter.
     pub param: &'a serde_json::Value,
+}
+
+/// What a session's next turn checks before it is appended ([`EventStore::append_turn`]):
+/// the newest of the session's events that is not `not_turn` must end a turn (one of
+/// `ends_turn`), or be older than `running` (a turn left hanging).
+#[derive(Debug, Clone, Copy)]
+pub struct TurnGuard<'a> {
+    /// Event types that end a turn.
+    pub ends_turn: &'a [&'a str],
+    /// An event type that lands in a session without being part of a turn.
+    pub not_turn: &'a str,
+    /// How long a turn may run before the next one may start anyway.
+    pub running: std::time::Duration,
+}
+
+/// Where an append goes: at an expected version, or as a session's next turn.
+#[derive(Debug, Clone, Copy)]
+enum AppendAt<'a> {
+    Version(ExpectedVersion),
+    NextTurn(TurnGuard<'a>),
 }
 
 /// How many times an `Any` append retries after losing a race for a version.
@@ -58,6 +79,7 @@ const UNIQUE_VIOLATION: &str = "23505";
 const EVENT_ID_CONSTRAINT: &str = "events_event_id_key";
 const VERSION_CONFLICT: &str = "GH001";
 const PARTIAL_DUPLICATE: &str = "GH002";
+const TURN_RUNNING: &str = "GH003";
 
 /// The payload and metadata columns of an append's result: only a duplicate's, which may
 /// differ from what was sent; a new event's are what the caller has (see
@@ -107,6 +129,32 @@ impl EventStore {
         events: &[NewEvent],
         also: Option<AlsoWritten<'_>>,
     ) -> Result<AppendOutcome, StoreError> {
+        self.append_call(stream, AppendAt::Version(expected), events, also)
+            .await
+    }
+
+    /// Appends a session's next turn: at the stream's end, unless the session is mid-turn
+    /// ([`TurnGuard`]), checked in the append's own statement (`ghost_append_turn`). A
+    /// running turn, or another append that got there first, is
+    /// [`StoreError::TurnRunning`].
+    pub async fn append_turn(
+        &self,
+        stream: &str,
+        guard: TurnGuard<'_>,
+        events: &[NewEvent],
+        also: Option<AlsoWritten<'_>>,
+    ) -> Result<AppendOutcome, StoreError> {
+        self.append_call(stream, AppendAt::NextTurn(guard), events, also)
+            .await
+    }
+
+    async fn append_call(
+        &self,
+        stream: &str,
+        at: AppendAt<'_>,
+        events: &[NewEvent],
+        also: Option<AlsoWritten<'_>>,
+    ) -> Result<AppendOutcome, StoreError> {
         if events.is_empty() {
             return Err(StoreError::Empty);
         }
@@ -115,21 +163,35 @@ impl EventStore {
             "position, tx_id, event_id, stream, version, event_type, schema_version, \
              {SENT_BACK_ONLY_WHEN_STORED}, recorded_at, duplicate"
         );
+        // $1 the stream, $2 the events, then the call's own, then `also`'s.
+        let (call, next) = match at {
+            AppendAt::Version(_) => ("ghost_append($1, $3, $2)", 4),
+            AppendAt::NextTurn(_) => ("ghost_append_turn($1, $2, $3, $4, $5)", 6),
+        };
         let sql = match also {
-            None => format!("SELECT {columns} FROM ghost_append($1, $2, $3)"),
+            None => format!("SELECT {columns} FROM {call}"),
             Some(also) => format!(
-                "WITH appended AS MATERIALIZED (SELECT * FROM ghost_append($1, $2, $3)), \
+                "WITH appended AS MATERIALIZED (SELECT * FROM {call}), \
                  also_written AS ({}) SELECT {columns} FROM appended",
-                also.sql
+                also.sql.replace("{param}", &format!("${next}"))
             ),
+        };
+        let expected = match at {
+            AppendAt::Version(expected) => expected,
+            // What a conflict would report, were one possible here (it is `TurnRunning`).
+            AppendAt::NextTurn(_) => ExpectedVersion::Any,
         };
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let mut query = sqlx::query(&sql)
-                .bind(stream)
-                .bind(expected.as_sql())
-                .bind(&body);
+            let mut query = sqlx::query(&sql).bind(stream).bind(&body);
+            query = match at {
+                AppendAt::Version(expected) => query.bind(expected.as_sql()),
+                AppendAt::NextTurn(guard) => query
+                    .bind(guard.ends_turn)
+                    .bind(guard.not_turn)
+                    .bind(guard.running.as_secs_f64()),
+            };
             if let Some(also) = also {
                 query = query.bind(also.param);
             }
@@ -138,6 +200,15 @@ impl EventStore {
                 Ok(rows) => rows,
                 Err(sqlx::Error::Database(db)) => {
                     let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                    let turn_taken = code == TURN_RUNNING
+                        || code == VERSION_CONFLICT
+                        || (code == UNIQUE_VIOLATION
+                            && db.constraint() != Some(EVENT_ID_CONSTRAINT));
+                    if matches!(at, AppendAt::NextTurn(_)) && turn_taken {
+                        return Err(StoreError::TurnRunning {
+                            stream: stream.to_owned(),
+                        });
+                    }
                     match code.as_str() {
                         VERSION_CONFLICT => {
                             let actual = self.stream_version(stream).await?;

@@ -22,7 +22,7 @@ use std::time::Duration;
 use wakeups::Wakeups;
 pub use wakeups::{WakeFilter, WakeUp};
 
-pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion};
+pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion, TurnGuard};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
 pub use tail::{read_tail_in, TailFilter};
@@ -47,6 +47,12 @@ pub enum StoreError {
     /// Some but not all of the events of one append already exist: the caller reused ids.
     #[error("append to {stream} mixes new events with already stored ones")]
     PartialDuplicate {
+        /// The stream.
+        stream: String,
+    },
+    /// A session's next turn was not appended: its current turn is still running.
+    #[error("stream {stream} is in the middle of a turn")]
+    TurnRunning {
         /// The stream.
         stream: String,
     },
