@@ -245,3 +245,48 @@ async fn a_tail_read_widens_its_window_until_it_has_enough_or_the_whole_stream()
     );
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_tail_read_can_tell_in_its_statement_whether_an_answer_is_stored() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    fill(
+        &store,
+        "session-a",
+        1,
+        40,
+        &["UserMessageReceived", "RouteDecided", "AssistantReplied"],
+    )
+    .await;
+    // An answer stored in another stream still counts: the check is by id alone.
+    fill(&store, "session-b", 1, 1, &["AssistantReplied"]).await;
+    let stored_elsewhere: Uuid =
+        sqlx::query_scalar("SELECT event_id FROM events WHERE stream = 'session-b'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    let plain = store
+        .read_stream_tail_of_types("session-a", UTTERANCES, Uuid::nil(), 5)
+        .await
+        .unwrap();
+
+    for (ids, stored) in [
+        (vec![Uuid::new_v4(), Uuid::new_v4()], false),
+        (vec![Uuid::new_v4(), stored_elsewhere], true),
+    ] {
+        let (tail, answer) = store
+            .read_stream_tail_of_types_checking("session-a", UTTERANCES, Uuid::nil(), 5, &ids)
+            .await
+            .unwrap();
+        assert_eq!(versions(&tail), versions(&plain));
+        assert_eq!(answer, Some(stored));
+    }
+    // No row to carry the answer: it cannot tell.
+    let (tail, answer) = store
+        .read_stream_tail_of_types_checking("session-none", UTTERANCES, Uuid::nil(), 5, &[])
+        .await
+        .unwrap();
+    assert!(tail.is_empty());
+    assert_eq!(answer, None);
+    env.cleanup().await;
+}

@@ -55,6 +55,16 @@ const CONVERSATION_TYPES: &[&str] = &[
 /// utterances stored after it (another turn of the session) that the history skips.
 const HISTORY_SLACK: i64 = 8;
 
+/// What a reply's preparation found: the request already answered, or what to send the
+/// model (and the user's message, when the history read had it).
+enum Prepared {
+    Done(RecordedEvent),
+    Reply {
+        messages: Vec<ChatMessage>,
+        user_event: Option<RecordedEvent>,
+    },
+}
+
 /// Handles `RenderRequested`: one `AssistantReplied` or one `RenderFailed` per request.
 pub struct Renderer {
     ctx: ServiceContext,
@@ -245,37 +255,57 @@ impl Renderer {
         ghost_shared::metrics::turn_ended(request.channel.as_str(), failure_code, took);
     }
 
-    /// The conversation before this turn, oldest first, ending with the user's message.
-    /// The recall (which may call the model and records what it did) starts only once
-    /// `proceed` says so; the history and the mood are plain reads and start at once.
-    async fn messages(
+    /// The request's outcome if one is stored (one of `outcome_ids`), and else the
+    /// conversation before this turn, oldest first, ending with the user's message.
+    /// The history read also tells whether an outcome is stored (one statement); only when
+    /// one is, or the read cannot tell, is it fetched. The recall (which may call the model
+    /// and records what it did) starts only once no outcome is found; the history and the
+    /// mood are plain reads and start at once.
+    async fn messages_unless_done(
         &self,
         request: &RenderRequested,
         cause: &RecordedEvent,
-        proceed: impl std::future::Future<Output = bool>,
-    ) -> Result<(Vec<ChatMessage>, Option<RecordedEvent>), HandlerError> {
+        outcome_ids: &[Uuid],
+    ) -> Result<Prepared, HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
         // The history, the mood and the recall do not depend on each other: asked at once.
         let store = self.ctx.store();
-        let recall = async {
-            match proceed.await {
-                true => self.recall(request, cause).await,
-                false => None,
-            }
-        };
+        let (not_done, proceed) = tokio::sync::oneshot::channel();
         // Only what the history is made of: a turn's routing events in between would be
         // payloads read and decoded for nothing (three of every four rows of the tail).
-        let (tail, mood, recalled) = tokio::join!(
-            store.read_stream_tail_of_types(
-                &cause.stream,
-                CONVERSATION_TYPES,
-                request.user_event_id,
-                history_turns as i64 + HISTORY_SLACK,
-            ),
+        let checked_tail = async {
+            let read = store
+                .read_stream_tail_of_types_checking(
+                    &cause.stream,
+                    CONVERSATION_TYPES,
+                    request.user_event_id,
+                    history_turns as i64 + HISTORY_SLACK,
+                    outcome_ids,
+                )
+                .await;
+            let done = match &read {
+                Ok((_, Some(false))) => Ok(None),
+                Ok(_) => store.get_first_of(outcome_ids).await,
+                Err(_) => Ok(None),
+            };
+            let _ = not_done.send(matches!((&read, &done), (Ok(_), Ok(None))));
+            (read, done)
+        };
+        let recall = async {
+            match proceed.await {
+                Ok(true) => self.recall(request, cause).await,
+                _ => None,
+            }
+        };
+        let ((tail, done), mood, recalled) = tokio::join!(
+            checked_tail,
             self.current_mood().instrument(info_span!("mood_request")),
             recall,
         );
-        let tail = tail.map_err(HandlerError::transient)?;
+        if let Some(done) = done.map_err(HandlerError::transient)? {
+            return Ok(Prepared::Done(done));
+        }
+        let (tail, _) = tail.map_err(HandlerError::transient)?;
         let mut history: Vec<ChatMessage> = Vec::new();
         for e in tail
             .iter()
@@ -318,7 +348,10 @@ impl Renderer {
             .iter()
             .find(|e| e.event_id == request.user_event_id)
             .cloned();
-        Ok((messages, user_event))
+        Ok(Prepared::Reply {
+            messages,
+            user_event,
+        })
     }
 
     /// What the persona recalls for this request (the memory pack for the prompt), recorded
@@ -515,25 +548,26 @@ impl EventHandler for Renderer {
                 .iter()
                 .map(|step| ghost_shared::ids::derive_event_id(event.event_id, step)),
         );
-        let store = self.ctx.store();
         // A reply (no work result to judge) needs the conversation, the mood and the
-        // recall: read beside the outcome check (all reads; a redelivery just drops them),
-        // instead of one round trip after another.
+        // recall: read with the outcome check (a redelivery just drops them), instead of
+        // one round trip after another.
         let (done, prepared) = if request.may_propose {
-            (store.get_first_of(&ids).await, None)
+            let done = self
+                .ctx
+                .store()
+                .get_first_of(&ids)
+                .await
+                .map_err(HandlerError::transient)?;
+            (done, None)
         } else {
-            // The recall may call the model: it waits for the check to say "not done yet".
-            let (not_done, proceed) = tokio::sync::oneshot::channel();
-            let check = async {
-                let done = store.get_first_of(&ids).await;
-                let _ = not_done.send(matches!(done, Ok(None)));
-                done
-            };
-            let proceed = async { proceed.await.unwrap_or(false) };
-            let (done, prepared) = tokio::join!(check, self.messages(&request, &event, proceed));
-            (done, Some(prepared))
+            match self.messages_unless_done(&request, &event, &ids).await? {
+                Prepared::Done(done) => (Some(done), None),
+                Prepared::Reply {
+                    messages,
+                    user_event,
+                } => (None, Some((messages, user_event))),
+            }
         };
-        let done = done.map_err(HandlerError::transient)?;
         if let Some(done) = done {
             if done.is::<PersonaProposed>() {
                 info!(event_id = %done.event_id, "proposal already made; the router decides");
@@ -566,12 +600,11 @@ impl EventHandler for Renderer {
             return Ok(());
         }
 
-        let (messages, user_event) = match prepared {
-            Some(prepared) => prepared?,
-            None => {
-                self.messages(&request, &event, std::future::ready(true))
-                    .await?
-            }
+        // Always there: a request that may propose has returned above.
+        let Some((messages, user_event)) = prepared else {
+            return Err(HandlerError::permanent(
+                "a request to judge a work result reached the reply",
+            ));
         };
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);

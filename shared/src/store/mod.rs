@@ -25,7 +25,7 @@ pub use wakeups::{WakeFilter, WakeUp};
 pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion, TurnGuard};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
-pub use tail::{read_tail_in, TailFilter};
+pub use tail::{read_tail_checking_in, read_tail_in, TailFilter};
 
 /// Channel on which every append's wake-up is sent once it committed, to wake readers
 /// (payload: the appended event types, comma separated; empty: wake everyone).

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{postgres::PgRow, types::Json, Row};
 use uuid::Uuid;
 
-use super::tail::{read_tail_in, TailFilter};
+use super::tail::{read_tail_checking_in, read_tail_in, TailFilter};
 use super::{EventStore, StoreError};
 use crate::envelope::{EventMetadata, NewEvent, RecordedEvent};
 
@@ -150,6 +150,21 @@ impl EventStore {
     ) -> Result<Vec<RecordedEvent>, StoreError> {
         let mut conn = self.pool.acquire().await?;
         read_tail_in(&mut conn, stream, TailFilter::Types { types, also }, limit).await
+    }
+
+    /// [`Self::read_stream_tail_of_types`], and in the same statement whether any event of
+    /// `ids` is stored (`None`: the read returned no row to tell).
+    pub async fn read_stream_tail_of_types_checking(
+        &self,
+        stream: &str,
+        types: &[&str],
+        also: Uuid,
+        limit: i64,
+        ids: &[Uuid],
+    ) -> Result<(Vec<RecordedEvent>, Option<bool>), StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let filter = TailFilter::Types { types, also };
+        read_tail_checking_in(&mut conn, stream, filter, limit, Some(ids)).await
     }
 
     /// The newest `limit` events of type `event_type` in `stream` below version

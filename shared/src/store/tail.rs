@@ -48,14 +48,39 @@ pub async fn read_tail_in(
     filter: TailFilter<'_>,
     limit: i64,
 ) -> Result<Vec<RecordedEvent>, StoreError> {
+    Ok(read_tail_checking_in(conn, stream, filter, limit, None)
+        .await?
+        .0)
+}
+
+/// [`read_tail_in`], and in the same statement whether any event of `ids` is stored
+/// anywhere (`None` when the read returned no row to carry the answer): a reader that
+/// must not act on a request already answered asks both in one round trip.
+pub async fn read_tail_checking_in(
+    conn: &mut PgConnection,
+    stream: &str,
+    filter: TailFilter<'_>,
+    limit: i64,
+    ids: Option<&[Uuid]>,
+) -> Result<(Vec<RecordedEvent>, Option<bool>), StoreError> {
     let condition = match filter {
         TailFilter::All => "",
         TailFilter::Types { .. } => " AND (event_type = ANY($4) OR event_id = $5)",
     };
+    let check = match ids {
+        None => String::new(),
+        Some(_) => {
+            let n = match filter {
+                TailFilter::All => 4,
+                TailFilter::Types { .. } => 6,
+            };
+            format!(", EXISTS (SELECT 1 FROM events WHERE event_id = ANY(${n})) AS stored")
+        }
+    };
     // `COALESCE(…, 0)`: a NULL window ($2) is the whole stream. The head is returned with
     // each row, to tell a window that held the whole stream from one that cut it.
     let sql = format!(
-        "SELECT {EVENT_COLUMNS}, (SELECT max(version) FROM events WHERE stream = $1) AS head \
+        "SELECT {EVENT_COLUMNS}, (SELECT max(version) FROM events WHERE stream = $1) AS head{check} \
          FROM events WHERE stream = $1 \
          AND version > COALESCE((SELECT max(version) FROM events WHERE stream = $1) - $2, 0)\
          {condition} ORDER BY version DESC LIMIT $3"
@@ -67,7 +92,15 @@ pub async fn read_tail_in(
             TailFilter::All => query,
             TailFilter::Types { types, also } => query.bind(types).bind(also),
         };
+        let query = match ids {
+            Some(ids) => query.bind(ids),
+            None => query,
+        };
         let rows = query.fetch_all(&mut *conn).await?;
+        let stored = match (ids, rows.first()) {
+            (Some(_), Some(row)) => Some(row.try_get::<bool, _>("stored")?),
+            _ => None,
+        };
         let head: Option<i32> = match rows.first() {
             Some(row) => row.try_get("head")?,
             None => None,
@@ -79,7 +112,7 @@ pub async fn read_tail_in(
             (Some(w), Some(h)) => i64::from(h) <= w,
         };
         if rows.len() as i64 >= limit || whole_stream_read {
-            return oldest_first(&rows);
+            return Ok((oldest_first(&rows)?, stored));
         }
         window = match (window, head) {
             (Some(w), Some(_)) if w < WIDEST_WINDOW => Some(w * GROWTH),
