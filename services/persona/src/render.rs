@@ -55,10 +55,12 @@ const CONVERSATION_TYPES: &[&str] = &[
 /// utterances stored after it (another turn of the session) that the history skips.
 const HISTORY_SLACK: i64 = 8;
 
-/// What a reply's preparation found: the request already answered, or what to send the
-/// model (and the user's message, when the history read had it).
+/// What a request's preparation found: the request already answered, a work result to
+/// judge, or what to send the model for the reply (and the user's message, when the
+/// history read had it).
 enum Prepared {
     Done(RecordedEvent),
+    Judge,
     Reply {
         messages: Vec<ChatMessage>,
         user_event: Option<RecordedEvent>,
@@ -551,60 +553,52 @@ impl EventHandler for Renderer {
         // A reply (no work result to judge) needs the conversation, the mood and the
         // recall: read with the outcome check (a redelivery just drops them), instead of
         // one round trip after another.
-        let (done, prepared) = if request.may_propose {
+        let prepared = if request.may_propose {
             let done = self
                 .ctx
                 .store()
                 .get_first_of(&ids)
                 .await
                 .map_err(HandlerError::transient)?;
-            (done, None)
+            done.map_or(Prepared::Judge, Prepared::Done)
         } else {
-            match self.messages_unless_done(&request, &event, &ids).await? {
-                Prepared::Done(done) => (Some(done), None),
-                Prepared::Reply {
-                    messages,
-                    user_event,
-                } => (None, Some((messages, user_event))),
-            }
+            self.messages_unless_done(&request, &event, &ids).await?
         };
-        if let Some(done) = done {
-            if done.is::<PersonaProposed>() {
-                info!(event_id = %done.event_id, "proposal already made; the router decides");
+        let (messages, user_event) = match prepared {
+            Prepared::Done(done) => {
+                if done.is::<PersonaProposed>() {
+                    info!(event_id = %done.event_id, "proposal already made; the router decides");
+                    return Ok(());
+                }
+                info!(event_id = %done.event_id, "render already done; not rendering again");
+                // The earlier attempt may have stopped before listing the turn.
+                self.list_turn(turn, None, &done).await?;
+                self.publish(&turn, &outcome_message(&done)).await;
                 return Ok(());
             }
-            info!(event_id = %done.event_id, "render already done; not rendering again");
-            // The earlier attempt may have stopped before listing the turn.
-            self.list_turn(turn, None, &done).await?;
-            self.publish(&turn, &outcome_message(&done)).await;
-            return Ok(());
-        }
-
-        // A finished work result: judge it first; the router decides what follows.
-        if request.may_propose {
-            let proposed = PersonaProposed {
-                render_event_id: event.event_id,
-                ..self.propose(&request).await
-            };
-            info!(
-                call_failed = proposed.call_failed.is_some(),
-                "persona judged the work result"
-            );
-            let e = NewEvent::caused_by(&event, STEP_PROPOSED, &proposed, self.ctx.service)
-                .map_err(HandlerError::permanent)?;
-            self.ctx
-                .log
-                .append(&stream, ExpectedVersion::Any, &[e])
-                .await
-                .map_err(HandlerError::transient)?;
-            return Ok(());
-        }
-
-        // Always there: a request that may propose has returned above.
-        let Some((messages, user_event)) = prepared else {
-            return Err(HandlerError::permanent(
-                "a request to judge a work result reached the reply",
-            ));
+            // A finished work result: judge it first; the router decides what follows.
+            Prepared::Judge => {
+                let proposed = PersonaProposed {
+                    render_event_id: event.event_id,
+                    ..self.propose(&request).await
+                };
+                info!(
+                    call_failed = proposed.call_failed.is_some(),
+                    "persona judged the work result"
+                );
+                let e = NewEvent::caused_by(&event, STEP_PROPOSED, &proposed, self.ctx.service)
+                    .map_err(HandlerError::permanent)?;
+                self.ctx
+                    .log
+                    .append(&stream, ExpectedVersion::Any, &[e])
+                    .await
+                    .map_err(HandlerError::transient)?;
+                return Ok(());
+            }
+            Prepared::Reply {
+                messages,
+                user_event,
+            } => (messages, user_event),
         };
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
