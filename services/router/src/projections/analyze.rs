@@ -1,11 +1,14 @@
 //! `analyze_results`: every contract-conforming ANALYZE result as structured JSON, per
 //! session, so later ANALYZE turns can build on earlier ones.
 
+use chrono::{DateTime, Utc};
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::WorkerCompleted;
 use ghost_shared::projector::ProjectionError;
+use serde::Serialize;
 use serde_json::{json, Value};
 use sqlx::{PgExecutor, Postgres, Transaction};
+use uuid::Uuid;
 
 use crate::routing::{parse_worker_output, Route};
 
@@ -32,49 +35,50 @@ impl AnalyzeResults {
     }
 }
 
-impl AnalyzeResults {
-    /// Applies one event, inside the `routing` projection's transaction.
-    pub(crate) async fn apply(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        if event.event_type != WorkerCompleted::EVENT_TYPE {
-            return Ok(());
-        }
-        let done: WorkerCompleted = event
-            .decode()
-            .map_err(|e| ProjectionError::decode(event, e))?;
-        if done.route != Route::Analyze {
-            return Ok(());
-        }
-        // Output that breaks the contract is a failure, not a result worth keeping.
-        let Ok(result) = parse_worker_output(&done.result) else {
-            return Ok(());
-        };
-        // A JSON result (the usual case for ANALYZE) is kept as JSON, not as text.
-        let data = serde_json::from_str::<Value>(&result.result)
-            .unwrap_or_else(|_| Value::String(result.result.clone()));
-        let stored = json!({
+/// One `analyze_results` row a pass adds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct AnalyzeRow {
+    event_id: Uuid,
+    session_id: String,
+    position: i64,
+    user_event_id: Uuid,
+    result: Value,
+    recorded_at: DateTime<Utc>,
+}
+
+/// The row a contract-conforming ANALYZE result adds, if `event` is one.
+pub(crate) fn analyze_row(event: &RecordedEvent) -> Result<Option<AnalyzeRow>, ProjectionError> {
+    if event.event_type != WorkerCompleted::EVENT_TYPE {
+        return Ok(None);
+    }
+    let done: WorkerCompleted = event
+        .decode()
+        .map_err(|e| ProjectionError::decode(event, e))?;
+    if done.route != Route::Analyze {
+        return Ok(None);
+    }
+    // Output that breaks the contract is a failure, not a result worth keeping.
+    let Ok(result) = parse_worker_output(&done.result) else {
+        return Ok(None);
+    };
+    // A JSON result (the usual case for ANALYZE) is kept as JSON, not as text.
+    let data = serde_json::from_str::<Value>(&result.result)
+        .unwrap_or_else(|_| Value::String(result.result.clone()));
+    Ok(Some(AnalyzeRow {
+        event_id: event.event_id,
+        session_id: done.session_id,
+        position: event.position,
+        user_event_id: done.user_event_id,
+        result: json!({
             "result": data,
             "confidence": result.confidence,
             "risk": result.risk,
-        });
-        sqlx::query(
-            "INSERT INTO analyze_results (event_id, session_id, position, user_event_id, result, recorded_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (event_id) DO NOTHING",
-        )
-        .bind(event.event_id)
-        .bind(&done.session_id)
-        .bind(event.position)
-        .bind(done.user_event_id)
-        .bind(stored)
-        .bind(event.recorded_at)
-        .execute(&mut **tx)
-        .await?;
-        Ok(())
-    }
+        }),
+        recorded_at: event.recorded_at,
+    }))
+}
 
+impl AnalyzeResults {
     /// Empties the table, inside the `routing` projection's rebuild.
     pub(crate) async fn reset(
         &self,

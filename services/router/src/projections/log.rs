@@ -201,124 +201,146 @@ fn classifier_columns(d: &RouteDecided) -> (Option<String>, Option<f64>, Option<
     (route, confidence, None)
 }
 
-impl RoutingLog {
-    /// Applies one event, inside the `routing` projection's transaction.
-    pub(crate) async fn apply(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
+/// What a pass's events change in one `routing_log` row, folded in their order: written by
+/// one statement with every other row of the pass ([`super::RoutingChanges::write`]).
+/// Applied to a row as the events one by one would: a `Some` or a `*_set` flag overwrites
+/// its columns, counters add, lists append.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub(crate) struct LogChange {
+    user_event_id: Uuid,
+    /// The message itself (the row's insert), when the pass holds it.
+    session_id: Option<String>,
+    position: Option<i64>,
+    channel: Option<String>,
+    input_masked: Option<String>,
+    recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// A route decision: its seven columns overwrite the row's.
+    route_set: bool,
+    entry: Option<String>,
+    first_route: Option<String>,
+    first_source: Option<String>,
+    classifier_route: Option<String>,
+    classifier_confidence: Option<f64>,
+    user_override: bool,
+    local_only: bool,
+    /// A correction of the previous message's route.
+    corrects_set: bool,
+    corrects_event_id: Option<Uuid>,
+    misrouted_as: Option<String>,
+    misrouted_source: Option<String>,
+    correction_signal: Option<String>,
+    worker_add: i32,
+    coder_add: i32,
+    rerouted: bool,
+    /// A loop decision: its three signals overwrite the row's.
+    loop_set: bool,
+    needs_next_loop: Option<bool>,
+    risk: Option<String>,
+    fit: Option<bool>,
+    loop_decisions: Vec<Value>,
+    parse_failures: Vec<Value>,
+    final_route: Option<String>,
+}
+
+/// A pass's changes to `routing_log`, one per row, in the order the rows were first touched.
+#[derive(Debug, Default)]
+pub(crate) struct LogChanges {
+    rows: Vec<LogChange>,
+    index: std::collections::HashMap<Uuid, usize>,
+}
+
+impl LogChanges {
+    /// The changes, for the pass's statement (empty when no event touched the table).
+    pub(crate) fn rows(&self) -> &[LogChange] {
+        &self.rows
+    }
+
+    fn row(&mut self, user_event_id: Uuid) -> &mut LogChange {
+        let next = self.rows.len();
+        let i = *self.index.entry(user_event_id).or_insert(next);
+        if i == next {
+            self.rows.push(LogChange {
+                user_event_id,
+                ..LogChange::default()
+            });
+        }
+        &mut self.rows[i]
+    }
+
+    /// Folds one event in (events of other types change nothing).
+    pub(crate) fn add(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        let decode = |e| ProjectionError::decode(event, e);
         match event.event_type.as_str() {
             UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                sqlx::query(
-                    "INSERT INTO routing_log (user_event_id, session_id, position, channel, input_masked, recorded_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (user_event_id) DO NOTHING",
-                )
-                .bind(event.event_id)
-                .bind(&m.session_id)
-                .bind(event.position)
-                .bind(m.channel.as_str())
-                .bind(mask_secrets(&m.text).as_ref())
-                .bind(event.recorded_at)
-                .execute(&mut **tx)
-                .await?;
+                let m: UserMessageReceived = event.decode().map_err(decode)?;
+                let row = self.row(event.event_id);
+                // A second copy of the message (never stored twice) would insert nothing.
+                if row.session_id.is_none() {
+                    row.input_masked = Some(mask_secrets(&m.text).into_owned());
+                    row.channel = Some(m.channel.as_str().to_owned());
+                    row.session_id = Some(m.session_id);
+                    row.position = Some(event.position);
+                    row.recorded_at = Some(event.recorded_at);
+                }
             }
             RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let d: RouteDecided = event.decode().map_err(decode)?;
                 let (route, confidence, failure) = classifier_columns(&d);
-                let failures = Value::Array(failure.into_iter().collect());
-                sqlx::query(
-                    "UPDATE routing_log SET entry = $2, first_route = $3, first_source = $4, \
-                     classifier_route = $5, classifier_confidence = $6, user_override = $7, \
-                     local_only = $8, parse_failures = parse_failures || $9::jsonb, \
-                     final_route = CASE WHEN $3 = 'CHAT' THEN 'CHAT' ELSE final_route END \
-                     WHERE user_event_id = $1",
-                )
-                .bind(d.user_event_id)
-                .bind(&d.entry)
-                .bind(d.route.as_str())
-                .bind(d.source.as_str())
-                .bind(route)
-                .bind(confidence)
-                .bind(d.source == RouteSource::Explicit)
-                .bind(d.local_only)
-                .bind(failures)
-                .execute(&mut **tx)
-                .await?;
+                let row = self.row(d.user_event_id);
+                row.route_set = true;
+                row.entry = d.entry.clone();
+                row.first_route = Some(d.route.as_str().to_owned());
+                row.first_source = Some(d.source.as_str().to_owned());
+                row.classifier_route = route;
+                row.classifier_confidence = confidence;
+                row.user_override = d.source == RouteSource::Explicit;
+                row.local_only = d.local_only;
+                row.parse_failures.extend(failure);
+                if d.route == Route::Chat {
+                    row.final_route = Some(Route::Chat.as_str().to_owned());
+                }
                 if let Some(c) = &d.corrects {
-                    sqlx::query(
-                        "UPDATE routing_log SET corrects_event_id = $2, misrouted_as = $3, \
-                         misrouted_source = $4, correction_signal = $5 WHERE user_event_id = $1",
-                    )
-                    .bind(d.user_event_id)
-                    .bind(c.user_event_id)
-                    .bind(c.route.as_str())
-                    .bind(c.source.as_str())
-                    .bind(&c.signal)
-                    .execute(&mut **tx)
-                    .await?;
+                    row.corrects_set = true;
+                    row.corrects_event_id = Some(c.user_event_id);
+                    row.misrouted_as = Some(c.route.as_str().to_owned());
+                    row.misrouted_source = Some(c.source.as_str().to_owned());
+                    row.correction_signal = Some(c.signal.clone());
                 }
             }
             WorkRequested::EVENT_TYPE => {
-                let w: WorkRequested = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let w: WorkRequested = event.decode().map_err(decode)?;
                 let cloud = w.route == Route::Code;
-                sqlx::query(
-                    "UPDATE routing_log SET worker_calls = worker_calls + $2, \
-                     coder_calls = coder_calls + $3, rerouted = rerouted OR $4 \
-                     WHERE user_event_id = $1",
-                )
-                .bind(w.user_event_id)
-                .bind(i32::from(!cloud))
-                .bind(i32::from(cloud))
-                .bind(w.reroute)
-                .execute(&mut **tx)
-                .await?;
+                let row = self.row(w.user_event_id);
+                row.worker_add += i32::from(!cloud);
+                row.coder_add += i32::from(cloud);
+                row.rerouted |= w.reroute;
             }
             LoopDecided::EVENT_TYPE => {
-                let l: LoopDecided = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let l: LoopDecided = event.decode().map_err(decode)?;
                 let entry = serde_json::to_value(&l).unwrap_or(Value::Null);
                 let ignored_proposal = l
                     .persona_proposal
                     .as_deref()
                     .and_then(|p| p.strip_prefix("invalid "))
                     .map(|p| p.split(':').next().unwrap_or(p));
-                let failures = Value::Array(
+                let row = self.row(l.user_event_id);
+                row.parse_failures.extend(
                     l.failure
                         .iter()
                         .map(|f| json!({"stage": "worker", "route": l.route, "kind": f}))
                         .chain(
                             ignored_proposal
                                 .map(|kind| json!({"stage": "persona_proposal", "kind": kind})),
-                        )
-                        .collect(),
+                        ),
                 );
-                sqlx::query(
-                    "UPDATE routing_log SET needs_next_loop = $2, risk = $3, fit = $4, \
-                     loop_decisions = loop_decisions || jsonb_build_array($5::jsonb), \
-                     parse_failures = parse_failures || $6::jsonb WHERE user_event_id = $1",
-                )
-                .bind(l.user_event_id)
-                .bind(l.needs_next_loop)
-                .bind(&l.risk)
-                .bind(l.fit)
-                .bind(entry)
-                .bind(failures)
-                .execute(&mut **tx)
-                .await?;
+                row.loop_decisions.push(entry);
+                row.loop_set = true;
+                row.needs_next_loop = l.needs_next_loop;
+                row.risk = l.risk;
+                row.fit = l.fit;
             }
             RenderRequested::EVENT_TYPE => {
-                let r: RenderRequested = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let r: RenderRequested = event.decode().map_err(decode)?;
                 let route = r
                     .work_result
                     .as_ref()
@@ -326,17 +348,15 @@ impl RoutingLog {
                     .and_then(Value::as_str)
                     .unwrap_or(Route::Chat.as_str())
                     .to_owned();
-                sqlx::query("UPDATE routing_log SET final_route = $2 WHERE user_event_id = $1")
-                    .bind(r.user_event_id)
-                    .bind(route)
-                    .execute(&mut **tx)
-                    .await?;
+                self.row(r.user_event_id).final_route = Some(route);
             }
             _ => {}
         }
         Ok(())
     }
+}
 
+impl RoutingLog {
     /// Empties the table, inside the `routing` projection's rebuild.
     pub(crate) async fn reset(
         &self,

@@ -6,6 +6,7 @@
 //! - [`analyze`]: ANALYZE results as structured JSON, for later turns to build on.
 
 pub mod analyze;
+mod changes;
 pub mod log;
 pub mod sessions;
 
@@ -19,6 +20,8 @@ use ghost_shared::events::{
 };
 use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
+
+use changes::RoutingChanges;
 
 /// The router's three read models behind one checkpoint and one runner (`routing`): a
 /// projection runner holds a listener connection and two pool connections while it works,
@@ -57,9 +60,16 @@ impl Projection for RoutingProjection {
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        RoutingSessions.apply(tx, event).await?;
-        RoutingLog.apply(tx, event).await?;
-        AnalyzeResults.apply(tx, event).await
+        self.apply_all(tx, std::slice::from_ref(event)).await
+    }
+
+    /// The pass's events folded into one change per row and written in one statement.
+    async fn apply_all(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        RoutingChanges::of(events)?.write(tx).await
     }
 
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {

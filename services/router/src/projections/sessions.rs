@@ -1,9 +1,13 @@
 //! `routing_sessions`: per session the `local_only` flag, the last primary route and the
 //! short-memory summary the worker keeps.
 
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{RouteDecided, SessionSummarized};
 use ghost_shared::projector::ProjectionError;
+use serde::Serialize;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 
 /// One row of `routing_sessions`.
@@ -61,54 +65,6 @@ impl RoutingSessions {
             .and_then(|r| r.summary))
     }
 
-    /// Applies one event, inside the `routing` projection's transaction.
-    pub(crate) async fn apply(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        event: &RecordedEvent,
-    ) -> Result<(), ProjectionError> {
-        match event.event_type.as_str() {
-            RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                let primary = d.primary.then_some(d.route.as_str());
-                sqlx::query(
-                    "INSERT INTO routing_sessions (session_id, local_only, last_primary_route, updated_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE SET \
-                     local_only = $2, last_primary_route = COALESCE($3, routing_sessions.last_primary_route), \
-                     updated_at = $4",
-                )
-                .bind(&d.session_id)
-                .bind(d.local_only)
-                .bind(primary)
-                .bind(event.recorded_at)
-                .execute(&mut **tx)
-                .await?;
-            }
-            SessionSummarized::EVENT_TYPE => {
-                let s: SessionSummarized = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
-                sqlx::query(
-                    "INSERT INTO routing_sessions (session_id, summary, summary_turns, updated_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (session_id) DO UPDATE SET \
-                     summary = CASE WHEN $3 >= routing_sessions.summary_turns THEN $2 ELSE routing_sessions.summary END, \
-                     summary_turns = GREATEST($3, routing_sessions.summary_turns), updated_at = $4",
-                )
-                .bind(&s.session_id)
-                .bind(&s.summary)
-                .bind(turns)
-                .bind(event.recorded_at)
-                .execute(&mut **tx)
-                .await?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
     /// Empties the table, inside the `routing` projection's rebuild.
     pub(crate) async fn reset(
         &self,
@@ -117,6 +73,89 @@ impl RoutingSessions {
         sqlx::query("DELETE FROM routing_sessions")
             .execute(&mut **tx)
             .await?;
+        Ok(())
+    }
+}
+
+/// What a pass's events change in one `routing_sessions` row, folded in their order, as the
+/// events one by one would change it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct SessionChange {
+    session_id: String,
+    /// A route decision: its `local_only` overwrites the row's.
+    route_set: bool,
+    local_only: bool,
+    /// The last primary route of the pass, if any was primary.
+    primary_route: Option<String>,
+    /// A summary: the one covering the most turns (the later on a tie) replaces the row's
+    /// unless the row's covers more.
+    summary_set: bool,
+    summary: Option<String>,
+    summary_turns: i32,
+    updated_at: DateTime<Utc>,
+}
+
+/// A pass's changes to `routing_sessions`, one per session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionChanges {
+    rows: Vec<SessionChange>,
+    index: HashMap<String, usize>,
+}
+
+impl SessionChanges {
+    /// The changes, for the pass's statement (empty when no event touched the table).
+    pub(crate) fn rows(&self) -> &[SessionChange] {
+        &self.rows
+    }
+
+    fn row(&mut self, session_id: &str, at: DateTime<Utc>) -> &mut SessionChange {
+        let next = self.rows.len();
+        let i = *self.index.entry(session_id.to_owned()).or_insert(next);
+        if i == next {
+            self.rows.push(SessionChange {
+                session_id: session_id.to_owned(),
+                route_set: false,
+                local_only: false,
+                primary_route: None,
+                summary_set: false,
+                summary: None,
+                summary_turns: 0,
+                updated_at: at,
+            });
+        }
+        let row = &mut self.rows[i];
+        row.updated_at = at;
+        row
+    }
+
+    /// Folds one event in (events of other types change nothing).
+    pub(crate) fn add(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
+        match event.event_type.as_str() {
+            RouteDecided::EVENT_TYPE => {
+                let d: RouteDecided = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let row = self.row(&d.session_id, event.recorded_at);
+                row.route_set = true;
+                row.local_only = d.local_only;
+                if d.primary {
+                    row.primary_route = Some(d.route.as_str().to_owned());
+                }
+            }
+            SessionSummarized::EVENT_TYPE => {
+                let s: SessionSummarized = event
+                    .decode()
+                    .map_err(|e| ProjectionError::decode(event, e))?;
+                let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
+                let row = self.row(&s.session_id, event.recorded_at);
+                if !row.summary_set || turns >= row.summary_turns {
+                    row.summary = Some(s.summary);
+                    row.summary_turns = turns;
+                }
+                row.summary_set = true;
+            }
+            _ => {}
+        }
         Ok(())
     }
 }
