@@ -259,11 +259,17 @@ mod tests {
             Config::load(&dir, std::iter::empty()).expect("the repository's configuration");
         let wakes = any_projection_wakes(&config);
         // The routing, mood and memory projections.
-        for woken in ["RouteDecided", "AssistantReplied", "StateUpserted"] {
+        for woken in ["SessionSummarized", "AssistantReplied", "StateUpserted"] {
             assert!(wakes(woken), "{woken}");
         }
-        // Listed by their writers, or projected by nobody.
-        for quiet in ["UserMessageReceived", "TokenRelayed", "StageSpoke"] {
+        // Listed by their writers, left to the poll, or projected by nobody.
+        for quiet in [
+            "UserMessageReceived",
+            "RouteDecided",
+            "RenderRequested",
+            "TokenRelayed",
+            "StageSpoke",
+        ] {
             assert!(!wakes(quiet), "{quiet}");
         }
     }

@@ -7,6 +7,8 @@ use ghost_shared::affect::{Affect, MoodConstants};
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
 use ghost_shared::events::{AffectReflected, AssistantReplied};
 use ghost_shared::projector::{Projection, ProjectionError};
+use serde::Serialize;
+use sqlx::types::Json;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use tracing::warn;
 
@@ -150,96 +152,58 @@ impl Projection for MoodEpisodes {
         tx: &mut Transaction<'_, Postgres>,
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
-        let (persona, episode) = match event.event_type.as_str() {
-            AssistantReplied::EVENT_TYPE => {
-                let reply: AssistantReplied = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                let Some(affect) = &reply.affect else {
-                    return Ok(());
-                };
-                (
-                    reply.speaker,
-                    episode(unix_seconds(event.recorded_at), affect),
-                )
+        self.apply_all(tx, std::slice::from_ref(event)).await
+    }
+
+    /// A pass's episodes in one statement and the trims they make in another, instead of
+    /// two statements an episode (each reply adds one once a window is full).
+    async fn apply_all(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        events: &[RecordedEvent],
+    ) -> Result<(), ProjectionError> {
+        let mut added = Vec::new();
+        for event in events {
+            if let Some((persona, episode)) = episode_of(event)? {
+                added.push(NewEpisode::of(added.len(), persona, &episode, event)?);
             }
-            AffectReflected::EVENT_TYPE => {
-                let r: AffectReflected = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
-                let e = episode(r.at, &r.affect);
-                (r.persona, e)
-            }
-            _ => return Ok(()),
-        };
-        if let Err(e) = episode.validate() {
-            // A malformed episode never stops the projection; it simply does not count.
-            warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
+        }
+        if added.is_empty() {
             return Ok(());
         }
-        // One statement inserts the episode and counts it in the summary row, which
-        // counts the window's rows, kept by this projection alone, so the count moves
-        // with each insert and trim instead of being counted again (a count of a full
-        // window read every one of its rows on every reply). It also numbers the episode
-        // and announces it to every mood process (delivered at commit; a rolled-back pass
-        // announces nothing). An episode applied before (a replay) inserts nothing, so
-        // the summary row and the announcement are left alone too.
-        let counted: Option<(i32, i64, Option<String>)> = sqlx::query_as(
-            "WITH ins AS ( \
-               INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING \
-               RETURNING persona), \
-             s AS ( \
-               INSERT INTO partner_mood_state (persona, episode_count, episode_seq, last_event_id, updated_at) \
-               SELECT ins.persona, 1, 1, $10, $11 FROM ins \
-               ON CONFLICT (persona) DO UPDATE SET episode_count = partner_mood_state.episode_count + 1, \
-               episode_seq = partner_mood_state.episode_seq + 1, \
-               last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
-               RETURNING episode_count, episode_seq) \
-             SELECT s.episode_count, s.episode_seq, \
-                    pg_notify($12, jsonb_build_object('kind', 'episode', 'persona', $1::text, \
-                        'seq', s.episode_seq, 'tx_id', $9::bigint, 'position', $2::bigint, \
-                        'episode', $13::jsonb)::text)::text \
-             FROM s",
-        )
-        .bind(&persona)
-        .bind(event.position)
-        .bind(episode.at)
-        .bind(episode.label.as_str())
-        .bind(episode.intensity)
-        .bind(episode.salience)
-        .bind(episode.confidence)
-        .bind(episode.policy.map(|p| serde_json::to_value(p).unwrap_or_default()))
-        .bind(event.tx_id)
-        .bind(event.event_id)
-        .bind(event.recorded_at)
-        .bind(CHANNEL)
-        .bind(serde_json::to_value(&episode).map_err(|e| ProjectionError::decode(event, e))?)
-        .fetch_optional(&mut **tx)
-        .await?;
-        let Some((count, seq, _announced)) = counted else {
-            return Ok(()); // applied before (a replay): nothing changed
-        };
+        // One row per episode inserted (a replay inserts nothing: the summary rows and
+        // the announcements are left alone too), each with its persona's summary after
+        // the pass.
+        let counted: Vec<(String, i32, i64)> = sqlx::query_as(INSERT_EPISODES)
+            .bind(Json(&added))
+            .bind(CHANNEL)
+            .fetch_all(&mut **tx)
+            .await?;
+        let mut personas: Vec<(String, i32, i64)> = Vec::new();
+        for (persona, count, seq) in counted {
+            if !personas.iter().any(|(p, _, _)| *p == persona) {
+                personas.push((persona, count, seq));
+            }
+        }
         // Keep the newest `max_episodes` (by time, later arrival newer on ties), as the
         // in-memory window does: drop the oldest beyond it, walking the window's index.
-        let excess = i64::from(count) - self.constants.max_episodes as i64;
-        if excess > 0 {
-            sqlx::query(
-                "WITH dropped AS ( \
-                   DELETE FROM mood_episodes WHERE (persona, at, position) IN ( \
-                     SELECT persona, at, position FROM mood_episodes WHERE persona = $1 \
-                     ORDER BY at, position LIMIT $2) \
-                   RETURNING 1) \
-                 UPDATE partner_mood_state SET episode_count = episode_count - (SELECT count(*) FROM dropped) \
-                 WHERE persona = $1",
-            )
-            .bind(&persona)
-            .bind(excess)
-            .execute(&mut **tx)
-            .await?;
+        let max = self.constants.max_episodes as i64;
+        let (full, excess): (Vec<&str>, Vec<i64>) = personas
+            .iter()
+            .filter(|(_, count, _)| i64::from(*count) > max)
+            .map(|(p, count, _)| (p.as_str(), i64::from(*count) - max))
+            .unzip();
+        if !full.is_empty() {
+            sqlx::query(TRIM_WINDOWS)
+                .bind(&full)
+                .bind(&excess)
+                .execute(&mut **tx)
+                .await?;
         }
-        // Until the announcement arrives, this process reads the window again.
-        self.cache.expect(&persona, seq);
+        // Until the announcements arrive, this process reads the windows again.
+        for (persona, _, seq) in &personas {
+            self.cache.expect(persona, *seq);
+        }
         Ok(())
     }
 
@@ -260,3 +224,134 @@ impl Projection for MoodEpisodes {
         Ok(())
     }
 }
+
+/// The episode `event` adds to a persona's window, if it adds one. A malformed episode
+/// never stops the projection; it simply does not count.
+fn episode_of(event: &RecordedEvent) -> Result<Option<(String, Episode)>, ProjectionError> {
+    let (persona, episode) = match event.event_type.as_str() {
+        AssistantReplied::EVENT_TYPE => {
+            let reply: AssistantReplied = event
+                .decode()
+                .map_err(|e| ProjectionError::decode(event, e))?;
+            let Some(affect) = &reply.affect else {
+                return Ok(None);
+            };
+            (
+                reply.speaker,
+                episode(unix_seconds(event.recorded_at), affect),
+            )
+        }
+        AffectReflected::EVENT_TYPE => {
+            let r: AffectReflected = event
+                .decode()
+                .map_err(|e| ProjectionError::decode(event, e))?;
+            let e = episode(r.at, &r.affect);
+            (r.persona, e)
+        }
+        _ => return Ok(None),
+    };
+    if let Err(e) = episode.validate() {
+        warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
+        return Ok(None);
+    }
+    Ok(Some((persona, episode)))
+}
+
+/// One episode a pass adds, as [`INSERT_EPISODES`] reads it.
+#[derive(Serialize)]
+struct NewEpisode {
+    /// Its place in the pass (announcements go out in this order).
+    ord: usize,
+    persona: String,
+    position: i64,
+    tx_id: i64,
+    event_id: uuid::Uuid,
+    recorded_at: DateTime<Utc>,
+    at: f64,
+    label: &'static str,
+    intensity: f64,
+    salience: f64,
+    confidence: Option<f64>,
+    policy: Option<serde_json::Value>,
+    /// The whole episode, for the announcement.
+    episode: serde_json::Value,
+}
+
+impl NewEpisode {
+    fn of(
+        ord: usize,
+        persona: String,
+        episode: &Episode,
+        event: &RecordedEvent,
+    ) -> Result<Self, ProjectionError> {
+        Ok(Self {
+            ord,
+            persona,
+            position: event.position,
+            tx_id: event.tx_id,
+            event_id: event.event_id,
+            recorded_at: event.recorded_at,
+            at: episode.at,
+            label: episode.label.as_str(),
+            intensity: episode.intensity,
+            salience: episode.salience,
+            confidence: episode.confidence,
+            policy: episode
+                .policy
+                .map(|p| serde_json::to_value(p).unwrap_or_default()),
+            episode: serde_json::to_value(episode)
+                .map_err(|e| ProjectionError::decode(event, e))?,
+        })
+    }
+}
+
+/// Inserts a pass's episodes and counts each persona's in its summary row, which counts
+/// the window's rows, kept by this projection alone, so the count moves with each insert
+/// and trim instead of being counted again (a count of a full window read every one of its
+/// rows on every reply). It numbers each episode and announces it to every mood process,
+/// in the pass's order (delivered at commit; a rolled-back pass announces nothing).
+const INSERT_EPISODES: &str = "\
+WITH e AS ( \
+  SELECT * FROM jsonb_to_recordset($1) AS e(ord integer, persona text, position bigint, \
+    tx_id bigint, event_id uuid, recorded_at timestamptz, at float8, label text, \
+    intensity float8, salience float8, confidence float8, policy jsonb, episode jsonb)), \
+ins AS ( \
+  INSERT INTO mood_episodes (persona, position, at, label, intensity, salience, confidence, policy, tx_id) \
+  SELECT persona, position, at, label, intensity, salience, confidence, policy, tx_id FROM e \
+  ON CONFLICT DO NOTHING RETURNING persona, position), \
+added AS ( \
+  SELECT e.*, row_number() OVER (PARTITION BY e.persona ORDER BY e.ord) AS k, \
+         count(*) OVER (PARTITION BY e.persona) AS n \
+  FROM e JOIN ins ON ins.persona = e.persona AND ins.position = e.position), \
+s AS ( \
+  INSERT INTO partner_mood_state (persona, episode_count, episode_seq, last_event_id, updated_at) \
+  SELECT DISTINCT ON (persona) persona, n, n, event_id, recorded_at FROM added \
+  ORDER BY persona, ord DESC \
+  ON CONFLICT (persona) DO UPDATE SET \
+    episode_count = partner_mood_state.episode_count + EXCLUDED.episode_count, \
+    episode_seq = partner_mood_state.episode_seq + EXCLUDED.episode_seq, \
+    last_event_id = EXCLUDED.last_event_id, updated_at = EXCLUDED.updated_at \
+  RETURNING persona, episode_count, episode_seq) \
+SELECT q.persona, q.episode_count, q.episode_seq, \
+       pg_notify($2, jsonb_build_object('kind', 'episode', 'persona', q.persona, \
+         'seq', q.episode_seq - q.n + q.k, 'tx_id', q.tx_id, 'position', q.position, \
+         'episode', q.episode)::text)::text \
+FROM (SELECT a.persona, a.tx_id, a.position, a.episode, a.n, a.k, a.ord, \
+             s.episode_count, s.episode_seq \
+      FROM added a JOIN s ON s.persona = a.persona ORDER BY a.ord) q";
+
+/// Drops the oldest episodes of each full window (`$1` the personas, `$2` how many each)
+/// and counts them out of its summary row.
+const TRIM_WINDOWS: &str = "\
+WITH doomed AS ( \
+  SELECT x.persona, x.position \
+  FROM unnest($1::text[], $2::bigint[]) AS o(persona, excess) \
+  CROSS JOIN LATERAL (SELECT m.persona, m.position FROM mood_episodes m \
+                      WHERE m.persona = o.persona ORDER BY m.at, m.position \
+                      LIMIT o.excess) x), \
+dropped AS ( \
+  DELETE FROM mood_episodes m USING doomed d \
+  WHERE m.persona = d.persona AND m.position = d.position RETURNING m.persona), \
+gone AS (SELECT persona, count(*) AS n FROM dropped GROUP BY persona) \
+UPDATE partner_mood_state s SET episode_count = s.episode_count - gone.n \
+FROM gone WHERE s.persona = gone.persona";

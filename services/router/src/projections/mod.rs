@@ -15,9 +15,7 @@ pub use log::{Misrouted, RoutingLog, RoutingLogRow};
 pub use sessions::{RoutingSessions, SessionRow};
 
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
-use ghost_shared::events::{
-    LoopDecided, RenderRequested, RouteDecided, SessionSummarized, WorkRequested, WorkerCompleted,
-};
+use ghost_shared::events::{SessionSummarized, WorkerCompleted};
 use ghost_shared::projector::{Projection, ProjectionError};
 use sqlx::{Postgres, Transaction};
 
@@ -40,19 +38,13 @@ impl Projection for RoutingProjection {
         Self::NAME
     }
 
-    /// Not woken by `UserMessageReceived`: the router's `RouteDecided` follows within
-    /// milliseconds, and its pass applies both (a message never routed is applied at the
-    /// poll interval).
+    /// Woken only by what a turn reads back soon: a summary (the router's next turn
+    /// prompts with it) and a worker's result (a later ANALYZE turn builds on it). The
+    /// router reads its other state from the events themselves, so the routing log of a
+    /// turn waits for the poll interval, applied with every turn since in one statement.
+    /// Every route decision woke a pass of its own: a pass and a wake-up a turn.
     fn wakes_on(&self, event_type: &str) -> bool {
-        [
-            RouteDecided::EVENT_TYPE,
-            SessionSummarized::EVENT_TYPE,
-            WorkRequested::EVENT_TYPE,
-            LoopDecided::EVENT_TYPE,
-            RenderRequested::EVENT_TYPE,
-            WorkerCompleted::EVENT_TYPE,
-        ]
-        .contains(&event_type)
+        [SessionSummarized::EVENT_TYPE, WorkerCompleted::EVENT_TYPE].contains(&event_type)
     }
 
     async fn apply(
