@@ -64,6 +64,7 @@ async fn catch_up(runner: &ProjectionRunner) -> Result<CatchUp, ProjectionError>
         processed: 0,
         parked: 0,
         pending: false,
+        pending_wakes: false,
     };
     loop {
         let pass = runner.catch_up().await?;
@@ -417,6 +418,41 @@ async fn a_runner_wakes_only_for_the_event_types_it_projects_and_still_applies_e
         "the ignored event was passed too"
     );
     task.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn held_back_events_call_for_a_quick_pass_only_when_the_runner_wakes_on_one() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let runner = runner(&store, Arc::new(WokenByPicked(Picky::new())));
+    catch_up(&runner).await.unwrap();
+    // A writing transaction left open holds back everything committed after it.
+    let mut open = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT pg_current_xact_id()::text")
+        .execute(&mut *open)
+        .await
+        .unwrap();
+
+    append(&store, "session-h", &[raw("NotPicked", json!({}))]).await;
+    let pass = runner.catch_up().await.unwrap();
+    assert!(pass.pending, "the event is held back");
+    assert!(
+        !pass.pending_wakes,
+        "a type the runner does not wake on waits for its poll"
+    );
+
+    append(&store, "session-h", &[pick(3)]).await;
+    let pass = runner.catch_up().await.unwrap();
+    assert!(
+        pass.pending && pass.pending_wakes,
+        "its wake-up may be gone: the runner passes again soon"
+    );
+
+    open.commit().await.unwrap();
+    catch_up(&runner).await.unwrap();
+    assert_eq!(picked(&store).await, [3]);
     env.cleanup().await;
 }
 

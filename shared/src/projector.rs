@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::envelope::RecordedEvent;
 use crate::parking;
 use crate::store::{
-    any_after_in, read_all_after_in, EventStore, ReadPosition, StoreError, WakeUp, NOTIFY_CHANNEL,
+    read_all_after_in, EventStore, ReadPosition, StoreError, WakeUp, NOTIFY_CHANNEL,
 };
 
 /// Failure while projecting.
@@ -155,6 +155,9 @@ pub struct CatchUp {
     pub parked: usize,
     /// Whether newer events exist that were held back (still-running transactions).
     pub pending: bool,
+    /// Whether one of them is of a type the projection wakes on: its wake-up may have come
+    /// and gone, so the runner passes again shortly instead of at its poll.
+    pub pending_wakes: bool,
 }
 
 /// The outcome of [`ProjectionRunner::retry_parked`].
@@ -220,6 +223,7 @@ impl ProjectionRunner {
             processed: 0,
             parked: 0,
             pending: false,
+            pending_wakes: false,
         };
         loop {
             let batch = self.batch().await?;
@@ -230,7 +234,8 @@ impl ProjectionRunner {
             }
             through = Some(batch.through);
             if (batch.read as i64) < self.batch_size {
-                pass.pending = batch.pending;
+                pass.pending = batch.pending.any;
+                pass.pending_wakes = batch.pending.wakes;
                 return Ok((pass, through));
             }
         }
@@ -290,7 +295,7 @@ impl ProjectionRunner {
         batch.through = last;
         let short = (events.len() as i64) < self.batch_size;
         if events.is_empty() {
-            batch.pending = any_after_in(&mut *tx, last).await?;
+            batch.pending = self.held_back(look_ahead(&mut *tx, last).await?);
         } else {
             match applying {
                 Applying::Together => match self.projection.apply_all(&mut tx, &events).await {
@@ -307,9 +312,10 @@ impl ProjectionRunner {
                     batch.parked = self.apply_one_by_one(&mut tx, &events).await?
                 }
             }
-            batch.pending =
+            let found =
                 save_checkpoint_and_look_ahead(&mut tx, self.projection.name(), last, short)
                     .await?;
+            batch.pending = self.held_back(found);
         }
         tx.commit().await?;
         Ok(Some(batch))
@@ -526,7 +532,10 @@ impl ProjectionRunner {
                 }
             }
             let wait = match pass {
-                Ok(c) if c.pending => Duration::from_millis(5),
+                // Held-back events of other types wait for the poll: under load some
+                // transaction is always running, and a pass every 5 ms for them was most
+                // of the store's statements.
+                Ok(c) if c.pending_wakes => Duration::from_millis(5),
                 Ok(_) => self.poll_interval,
                 Err(e) => {
                     warn!(projection = self.projection.name(), error = %e, "projection pass failed");
@@ -561,7 +570,7 @@ impl Batch {
             read: 0,
             parked: 0,
             locked: false,
-            pending: false,
+            pending: HeldBack::default(),
             through: ReadPosition::START,
         }
     }
@@ -584,8 +593,8 @@ struct Batch {
     parked: usize,
     /// Whether this process held the projection's lock.
     locked: bool,
-    /// Whether newer events exist that the read held back (still-running transactions).
-    pending: bool,
+    /// Newer events the read held back (still-running transactions).
+    pending: HeldBack,
     /// The position read through (the checkpoint it saved, or the one it started from).
     through: ReadPosition,
 }
@@ -607,26 +616,72 @@ async fn checkpoint<'e>(
     })
 }
 
-/// Saves the checkpoint and, when `look_ahead`, says whether events past it exist (held
-/// back by still-running transactions): one statement for both.
+/// At most this many events past a checkpoint are looked at; more count as waking.
+const LOOK_AHEAD: i64 = 1000;
+
+/// The events found past a pass's checkpoint: how many (up to [`LOOK_AHEAD`]) and their
+/// types.
+type LookAhead = (i64, Option<Vec<String>>);
+
+/// Events held back past a pass's checkpoint.
+#[derive(Debug, Clone, Copy, Default)]
+struct HeldBack {
+    /// Whether there are any.
+    any: bool,
+    /// Whether one is of a type the projection wakes on (or too many to tell).
+    wakes: bool,
+}
+
+impl ProjectionRunner {
+    fn held_back(&self, (count, types): LookAhead) -> HeldBack {
+        let wakes =
+            count >= LOOK_AHEAD || types.iter().flatten().any(|t| self.projection.wakes_on(t));
+        HeldBack {
+            any: count > 0,
+            wakes,
+        }
+    }
+}
+
+/// The events past `at`, held back by still-running transactions.
+async fn look_ahead<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    at: ReadPosition,
+) -> Result<LookAhead, ProjectionError> {
+    Ok(sqlx::query_as(
+        "SELECT count(*), array_agg(DISTINCT event_type) FROM \
+         (SELECT event_type FROM events WHERE (tx_id, position) > ($1, $2) \
+          ORDER BY tx_id, position LIMIT $3) newer",
+    )
+    .bind(at.tx_id)
+    .bind(at.position)
+    .bind(LOOK_AHEAD)
+    .fetch_one(executor)
+    .await?)
+}
+
+/// Saves the checkpoint and, when `look_ahead`, looks at the events past it (held back by
+/// still-running transactions): one statement for both.
 async fn save_checkpoint_and_look_ahead(
     tx: &mut Transaction<'_, Postgres>,
     name: &str,
     at: ReadPosition,
     look_ahead: bool,
-) -> Result<bool, ProjectionError> {
-    Ok(sqlx::query_scalar(
+) -> Result<LookAhead, ProjectionError> {
+    Ok(sqlx::query_as(
         "WITH saved AS (\
              INSERT INTO projection_checkpoints (name, tx_id, position, updated_at) \
              VALUES ($1, $2, $3, clock_timestamp()) \
              ON CONFLICT (name) DO UPDATE SET tx_id = $2, position = $3, updated_at = clock_timestamp()) \
-         SELECT $4 AND EXISTS (SELECT 1 FROM (SELECT tx_id FROM events \
-             WHERE (tx_id, position) > ($2, $3) ORDER BY tx_id, position LIMIT 1) newer)",
+         SELECT count(*), array_agg(DISTINCT event_type) FROM \
+             (SELECT event_type FROM events WHERE $4 AND (tx_id, position) > ($2, $3) \
+              ORDER BY tx_id, position LIMIT $5) newer",
     )
     .bind(name)
     .bind(at.tx_id)
     .bind(at.position)
     .bind(look_ahead)
+    .bind(LOOK_AHEAD)
     .fetch_one(&mut **tx)
     .await?)
 }
