@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
-use ghost_shared::event_log::{relay_once, EventLog};
+use ghost_shared::event_log::{relay_once, run_outbox_relay, EventLog};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
@@ -266,6 +266,41 @@ async fn transient_failures_are_redelivered_and_poison_goes_to_the_dead_letter_s
     )
     .await;
     task.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_relay_task_publishes_what_is_left_once_it_is_older_than_the_grace() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = context(&env).await;
+    let handler = Recorder::named("r");
+    let consumer = tokio::spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new("svc", "UserMessageReceived"),
+        handler.clone(),
+    ));
+    let relay = tokio::spawn(run_outbox_relay(
+        ctx.store().clone(),
+        ctx.bus().clone(),
+        Duration::from_millis(50),
+        Duration::from_millis(300),
+    ));
+    // Committed straight to the store, as if the process died before publishing.
+    ctx.store()
+        .append("session-t", ExpectedVersion::Any, &[message("left")])
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(10), "relayed and delivered", || async {
+        (!handler.handled().is_empty()).then_some(())
+    })
+    .await;
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(ctx.store().pool())
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "its outbox row is cleared");
+    relay.abort();
+    consumer.abort();
     env.cleanup().await;
 }
 
