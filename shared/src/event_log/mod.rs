@@ -256,13 +256,16 @@ pub async fn run_outbox_relay(store: EventStore, bus: Bus, interval: Duration, g
                 true
             }
         };
-        while due {
-            match relay_once(&store, &bus, grace).await {
-                Ok(n) if n > 0 => crate::metrics::outbox_relayed(n),
-                Ok(_) => break,
-                Err(e) => {
-                    warn!(error = %e, "outbox relay pass failed");
-                    break;
+        // Overdue rows: passes until one finds nothing (or fails).
+        if due {
+            loop {
+                match relay_once(&store, &bus, grace).await {
+                    Ok(0) => break,
+                    Ok(n) => crate::metrics::outbox_relayed(n),
+                    Err(e) => {
+                        warn!(error = %e, "outbox relay pass failed");
+                        break;
+                    }
                 }
             }
         }
