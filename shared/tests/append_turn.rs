@@ -137,3 +137,52 @@ async fn the_turn_is_listed_by_its_append() {
     assert_eq!(rows[0].text, "hello");
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_message_stored_again_is_refused_mid_turn_and_comes_back_as_stored_after_it() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let minute = Duration::from_secs(60);
+    let message = user_message(Uuid::new_v4(), "hello");
+    let first = store
+        .append_turn(STREAM, guard(minute), std::slice::from_ref(&message), None)
+        .await
+        .unwrap();
+    assert!(!first.duplicate);
+    // Redelivered while its own turn runs: the turn is running, nothing more is stored.
+    assert!(matches!(
+        store
+            .append_turn(STREAM, guard(minute), std::slice::from_ref(&message), None)
+            .await,
+        Err(StoreError::TurnRunning { .. })
+    ));
+    store_any(&store, "AssistantReplied").await;
+    // Redelivered after it: the stored copy, marked a duplicate, with its payload.
+    let again = store
+        .append_turn(STREAM, guard(minute), std::slice::from_ref(&message), None)
+        .await
+        .unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.events.len(), 1);
+    assert_eq!(again.events[0].position, first.events[0].position);
+    assert_eq!(again.events[0].version, 1);
+    assert_eq!(again.events[0].payload, message.payload);
+    // With a new event beside it: refused as a partial duplicate.
+    assert!(matches!(
+        store
+            .append_turn(
+                STREAM,
+                guard(minute),
+                &[message, user_message(Uuid::new_v4(), "new")],
+                None,
+            )
+            .await,
+        Err(StoreError::PartialDuplicate { .. })
+    ));
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(count, 2, "the message and the reply, nothing else");
+    env.cleanup().await;
+}

@@ -394,7 +394,13 @@ async fn the_held_back_check_reads_the_index_not_the_whole_store() {
 }
 
 /// Calls `ghost_append` on `conn` with one new user message in `stream`.
-async fn append_message_on(conn: &mut sqlx::PgConnection, stream: &str) {
+/// `ghost_append` at any version.
+const APPEND: &str = "SELECT duplicate FROM ghost_append($1, -1, $2)";
+/// `ghost_append_turn`, with the message (and the filler) a turn's end: never mid-turn.
+const APPEND_TURN: &str = "SELECT duplicate FROM ghost_append_turn($1, $2, \
+     ARRAY['UserMessageReceived', 'Filler'], 'AutonomyMessageRendered', 60)";
+
+async fn append_message_on(conn: &mut sqlx::PgConnection, call: &str, stream: &str) {
     let events = json!([{
         "event_id": Uuid::new_v4(),
         "event_type": "UserMessageReceived",
@@ -402,7 +408,7 @@ async fn append_message_on(conn: &mut sqlx::PgConnection, stream: &str) {
         "payload": {"text": "hello"},
         "metadata": {"correlation_id": Uuid::new_v4(), "service": "test"},
     }]);
-    let duplicate: bool = sqlx::query_scalar("SELECT duplicate FROM ghost_append($1, -1, $2)")
+    let duplicate: bool = sqlx::query_scalar(call)
         .bind(stream)
         .bind(events)
         .fetch_one(conn)
@@ -413,6 +419,15 @@ async fn append_message_on(conn: &mut sqlx::PgConnection, stream: &str) {
 
 #[tokio::test]
 async fn an_append_reads_the_store_by_key_with_plans_made_when_it_was_new() {
+    reads_by_key_with_plans_made_when_new(APPEND).await;
+}
+
+#[tokio::test]
+async fn a_turn_append_reads_the_store_by_key_with_plans_made_when_it_was_new() {
+    reads_by_key_with_plans_made_when_new(APPEND_TURN).await;
+}
+
+async fn reads_by_key_with_plans_made_when_new(call: &str) {
     let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
     let store = env.store().await;
     // A service's pooled connection keeps the append function's plans: they were made
@@ -423,14 +438,14 @@ async fn an_append_reads_the_store_by_key_with_plans_made_when_it_was_new() {
     store_filler_events(store.pool(), "session-early-", 20, 20).await;
     let mut conn = connection_keeping_first_plans(store.pool()).await;
     for _ in 0..3 {
-        append_message_on(&mut conn, "session-a").await;
+        append_message_on(&mut conn, call, "session-a").await;
     }
     // The store grows (other sessions, one long one).
     store_filler_events(store.pool(), "session-", 100, 5000).await;
 
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    append_message_on(&mut tx, "session-a").await;
-    append_message_on(&mut tx, "session-1").await;
+    append_message_on(&mut tx, call, "session-a").await;
+    append_message_on(&mut tx, call, "session-1").await;
     let (seq_scans, fetched) = table_reads_in_transaction(&mut tx, "events").await;
     tx.commit().await.unwrap();
     assert_eq!(seq_scans, 0, "an append scanned the whole store");
