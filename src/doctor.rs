@@ -145,10 +145,12 @@ pub async fn require_infrastructure(config: &Config) -> anyhow::Result<()> {
 
 /// Where `database.url` points, without the password.
 fn describe_database(options: &PgConnectOptions) -> String {
+    let at = match options.get_socket() {
+        Some(dir) => format!("socket {}/.s.PGSQL.{}", dir.display(), options.get_port()),
+        None => format!("{}:{}", options.get_host(), options.get_port()),
+    };
     format!(
-        "{}:{} as {}, database {}",
-        options.get_host(),
-        options.get_port(),
+        "{at} as {}, database {}",
         options.get_username(),
         options.get_database().unwrap_or("(default)")
     )

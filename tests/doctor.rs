@@ -219,3 +219,21 @@ async fn commands_without_their_infrastructure_say_what_is_missing_instead_of_pa
     assert!(stderr.contains("fix: set bus.max_deliver"), "{stderr}");
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn doctor_names_a_unix_socket_database_by_its_socket() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    // A socket directory where no Postgres listens: the URL's host, percent-encoded.
+    let dir = std::env::temp_dir().join(format!("ghost-no-pg-{}", env.id));
+    std::fs::create_dir_all(&dir).unwrap();
+    let host = dir.display().to_string().replace('/', "%2F");
+    let url = format!("postgres://ghost:ghost@{host}:5433/ghost");
+    let out = ghost(&env, &["doctor"], &[("GHOST_DATABASE__URL", &url)]).await;
+    let stdout = text(&out.stdout);
+    assert!(!out.status.success(), "non-zero exit:\n{stdout}");
+    let pg_line = line(&stdout, "[FAIL] postgres:");
+    let socket = format!("socket {}/.s.PGSQL.5433", dir.display());
+    assert!(pg_line.contains(&socket), "{pg_line}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    env.cleanup().await;
+}
