@@ -33,6 +33,8 @@ pub struct TestEnv {
     /// The overrides used, as `GHOST_*` variables (to hand to a child `ghost` process).
     pub vars: Vec<(String, String)>,
     admin_url: String,
+    /// Set by [`TestEnv::cleanup`]; a test that panics before it is cleaned up on drop.
+    cleaned: bool,
 }
 
 /// The repository's `config/` directory.
@@ -113,6 +115,7 @@ impl TestEnv {
             config,
             vars,
             admin_url,
+            cleaned: false,
         };
         env.store()
             .await
@@ -135,18 +138,51 @@ impl TestEnv {
     }
 
     /// Drops the database and the streams (best effort).
-    pub async fn cleanup(self) {
-        if let Ok(bus) = ghost_shared::bus::Bus::connect(self.config.ghost.bus.clone()).await {
-            let _ = bus.delete_streams().await;
+    pub async fn cleanup(mut self) {
+        remove(&self.config, &self.admin_url, &self.database).await;
+        self.cleaned = true;
+    }
+}
+
+/// A test that panics never reaches its `cleanup`: its database and streams are removed
+/// here instead, so failing runs do not pile up databases. Only while panicking: a test
+/// that ends without `cleanup` may have left children that still use them.
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if self.cleaned || !std::thread::panicking() {
+            return;
         }
-        if let Ok(admin) = sqlx::PgPool::connect(&self.admin_url).await {
-            let _ = sqlx::query(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.database
-            ))
-            .execute(&admin)
-            .await;
-        }
+        let (config, admin_url, database) = (
+            self.config.clone(),
+            self.admin_url.clone(),
+            self.database.clone(),
+        );
+        // Its own thread and runtime: this may run on a runtime's thread, which cannot block
+        // on another runtime. A failure there is only a leak, never a second panic here.
+        let _ = std::thread::spawn(move || {
+            if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                runtime.block_on(remove(&config, &admin_url, &database));
+            }
+        })
+        .join();
+    }
+}
+
+/// Deletes an environment's streams and drops its database, ignoring failures.
+async fn remove(config: &Config, admin_url: &str, database: &str) {
+    if let Ok(bus) = ghost_shared::bus::Bus::connect(config.ghost.bus.clone()).await {
+        let _ = bus.delete_streams().await;
+    }
+    if let Ok(admin) = sqlx::PgPool::connect(admin_url).await {
+        let _ = sqlx::query(&format!(
+            "DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"
+        ))
+        .execute(&admin)
+        .await;
+        admin.close().await;
     }
 }
 
