@@ -1,7 +1,8 @@
 //! Reply delivery: a consumer of `AssistantReplied`, `RenderFailed` and `TurnTimedOut` (the
 //! three share one id per turn, so a turn has at most one of them) that sends LINE and
 //! Slack replies, each at most once, and records `ReplyDelivered` or `ReplyFailed` (which
-//! share one id per reply).
+//! share one id per reply). Replies of one conversation go out in the order of the user's
+//! messages ([`order`]).
 //!
 //! Idempotency, from cheapest to most careful:
 //! - the outcome events' ids derive from the reply event, and an existing outcome means done;
@@ -13,6 +14,7 @@
 
 pub mod autonomy_push;
 pub mod line;
+pub mod order;
 pub mod slack;
 
 use std::sync::Arc;
@@ -93,6 +95,19 @@ impl Deliverer {
         })
     }
 
+    /// How long a reply waits for the reply to the conversation's previous message: that
+    /// turn's timeout, then as long again for its delivery (retries included).
+    fn patience(&self) -> Duration {
+        Duration::from_secs(
+            self.ctx
+                .config
+                .ghost
+                .gateway
+                .turn_timeout_secs
+                .saturating_mul(2),
+        )
+    }
+
     fn reply_of(&self, event: &RecordedEvent) -> Result<Option<Reply>, HandlerError> {
         if let Ok(r) = event.decode::<AssistantReplied>() {
             return Ok(Some(Reply {
@@ -166,16 +181,24 @@ impl EventHandler for Deliverer {
             info!(reply = %event.event_id, "reply already delivered or given up; nothing to do");
             return Ok(());
         }
-        if reply.text.trim().is_empty() {
-            info!(reply = %event.event_id, "nothing to send");
-            return Ok(());
-        }
         let user = self
             .ctx
             .store()
             .get(reply.user_event_id)
             .await
             .map_err(HandlerError::transient)?;
+        if let Some(user) = &user {
+            // The previous message's reply first, whichever was written first.
+            order::wait_for_previous(self.ctx.store(), user, self.patience())
+                .await
+                .map_err(HandlerError::transient)?;
+        }
+        if reply.text.trim().is_empty() {
+            // Recorded, so that the conversation's next reply does not wait for it.
+            let outcome =
+                DeliveryOutcome::failed("empty_reply", "the reply is empty; nothing was sent");
+            return self.record(&event, &reply, outcome).await;
+        }
         let target = user
             .as_ref()
             .and_then(|u| u.decode::<UserMessageReceived>().ok())

@@ -1,0 +1,135 @@
+//! Replies reach a LINE or Slack user in the order of the user's messages, even when a
+//! later message's reply is written first (the two turns run at once: a webhook appends
+//! both messages, and nothing makes the second wait for the first's reply).
+
+mod support;
+
+use std::time::Duration;
+
+use ghost_testkit::fake_llm::{Failure, Script};
+use ghost_testkit::fake_platforms::Delivery;
+use serde_json::json;
+use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
+
+/// How long the first message's reply takes to write: long enough that the second
+/// message's reply, written at once, is stored well before it.
+const SLOW_FIRST: Duration = Duration::from_millis(2000);
+
+/// A Ghost whose model answers "first …" slowly and "second …" at once.
+async fn spawn() -> ChannelApp {
+    let c = ChannelApp::spawn(&[]).await;
+    c.app.llm.set_responder(|r| {
+        let said = r.last_user_text().unwrap_or_default();
+        if said.contains("first question") {
+            Script::reply("answer one").with_delay(SLOW_FIRST)
+        } else if said.contains("second question") {
+            Script::reply("answer two")
+        } else {
+            Script::reply("ok")
+        }
+    });
+    c
+}
+
+/// One LINE webhook carrying `user`'s "first question" and "second question".
+fn two_line_messages(tag: &str, user: &str) -> String {
+    let events: Vec<_> = ["first question", "second question"]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let (id, token) = (format!("ev-{tag}{i}"), format!("rt-{tag}{i}"));
+            line_text_event(&id, user, text, &token, false)
+        })
+        .collect();
+    json!({ "destination": "Ubot", "events": events }).to_string()
+}
+
+/// Asserts that the second message's reply was written first (else a test shows
+/// nothing), and that `delivered` (what the platform showed) has them in message order.
+async fn assert_written_out_of_order_delivered_in_order(c: &ChannelApp, delivered: Vec<Delivery>) {
+    let written: Vec<String> = c
+        .wait_events("AssistantReplied", 2)
+        .await
+        .iter()
+        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        written,
+        ["answer two", "answer one"],
+        "written second first"
+    );
+    let shown: Vec<Vec<String>> = delivered.into_iter().map(|d| d.texts).collect();
+    assert_eq!(shown, [vec!["answer one"], vec!["answer two"]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn line_replies_arrive_in_the_order_of_the_messages_not_of_their_writing() {
+    let c = spawn().await;
+    let body = two_line_messages("o", "U-order");
+    assert_eq!(c.post_line_signed(&body).await, 200);
+
+    let delivered = c.line_deliveries(2).await;
+    assert_written_out_of_order_delivered_in_order(&c, delivered).await;
+    let outcomes = c.wait_events("ReplyDelivered", 2).await;
+    assert_eq!(outcomes.len(), 2, "each reply delivered once");
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slack_replies_in_a_thread_arrive_in_the_order_of_the_messages() {
+    let c = spawn().await;
+    // Two messages of one thread, in two requests, as Slack sends them.
+    for (id, ts, text) in [
+        ("Ev-o1", "1700000001.000100", "first question"),
+        ("Ev-o2", "1700000002.000100", "second question"),
+    ] {
+        let body = slack_event(
+            id,
+            json!({
+                "type": "app_mention", "channel": "C-order", "user": "U-order",
+                "text": format!("<@{BOT}> {text}"), "ts": ts,
+                "thread_ts": "1700000000.000100",
+            }),
+        );
+        assert_eq!(c.post_slack_signed(&body, None).await, 200);
+    }
+    let delivered = c.slack_deliveries(2).await;
+    assert_written_out_of_order_delivered_in_order(&c, delivered).await;
+    assert!(
+        c.slack
+            .deliveries()
+            .iter()
+            .all(|d| d.thread_ts.as_deref() == Some("1700000000.000100")),
+        "both in the thread"
+    );
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_is_recorded_and_holds_up_nothing_after_it() {
+    // A failed turn's notice is configured empty: that reply sends nothing.
+    let c = ChannelApp::spawn(&[("GHOST_LINE__FAILURE_REPLY", "")]).await;
+    c.app.llm.set_responder(|r| {
+        if r.last_user_text()
+            .unwrap_or_default()
+            .contains("first question")
+        {
+            Script::failing(Failure::Status(400, "refused".into()))
+        } else {
+            Script::reply("answer two")
+        }
+    });
+    let body = two_line_messages("e", "U-empty");
+    assert_eq!(c.post_line_signed(&body).await, 200);
+
+    let failed = c.wait_events("ReplyFailed", 1).await;
+    assert_eq!(failed[0]["code"], "empty_reply");
+    c.wait_events("ReplyDelivered", 1).await;
+    let delivered: Vec<Vec<String>> = c.line.deliveries().into_iter().map(|d| d.texts).collect();
+    assert_eq!(
+        delivered,
+        [vec!["answer two"]],
+        "nothing sent for the empty reply"
+    );
+    c.cleanup().await;
+}
