@@ -5,12 +5,9 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
 
 use ghost_shared::autonomy::events::{
     ActionDecided, ActionDropped, ActionResultRecorded, ActionStarted, AutonomyMessageFailed,
@@ -20,80 +17,14 @@ use ghost_shared::config::CliAgentSettings;
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::{Failure, Script};
-use ghost_testkit::fake_search::{FakeHit, FakeSearch};
+use ghost_testkit::fake_search::FakeSearch;
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::autonomy::decision;
+use support::autonomy::{decision, tea_hits};
+use support::events_socket::Console;
 use support::logs::capture;
-use support::{TestApp, TOKEN};
+use support::TestApp;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// A console client on `GET /api/events?token=…`, collecting every frame.
-struct Console {
-    frames: Arc<Mutex<Vec<Value>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Console {
-    async fn connect(app: &TestApp) -> Console {
-        let url = format!(
-            "{}/api/events?token={TOKEN}",
-            app.base_url.replace("http://", "ws://")
-        );
-        let (mut ws, _) = tokio_tungstenite::connect_async(url)
-            .await
-            .expect("websocket upgrade");
-        // Subscribed once `ready` arrives: nothing said after it is missed.
-        let first = tokio::time::timeout(WAIT, ws.next()).await.unwrap();
-        let Some(Ok(Message::Text(t))) = first else {
-            panic!("no ready frame: {first:?}")
-        };
-        assert_eq!(serde_json::from_str::<Value>(&t).unwrap()["type"], "ready");
-        let frames = Arc::new(Mutex::new(Vec::new()));
-        let sink = frames.clone();
-        let task = tokio::spawn(async move {
-            while let Some(Ok(frame)) = ws.next().await {
-                if let Message::Text(t) = frame {
-                    if let Ok(v) = serde_json::from_str::<Value>(&t) {
-                        sink.lock().unwrap().push(v);
-                    }
-                }
-            }
-        });
-        Console { frames, task }
-    }
-
-    fn frames(&self) -> Vec<Value> {
-        self.frames.lock().unwrap().clone()
-    }
-
-    fn of_type(&self, t: &str) -> Vec<Value> {
-        self.frames()
-            .into_iter()
-            .filter(|f| f["type"] == t)
-            .collect()
-    }
-
-    fn activity_kinds(&self) -> Vec<String> {
-        self.of_type("activity")
-            .iter()
-            .map(|f| f["kind"].as_str().unwrap_or_default().to_owned())
-            .collect()
-    }
-
-    async fn wait_for_activity(&self, kind: &str, n: usize) {
-        eventually(WAIT, &format!("{n} {kind} activity"), || async {
-            (self.activity_kinds().iter().filter(|k| *k == kind).count() >= n).then_some(())
-        })
-        .await;
-    }
-}
-
-impl Drop for Console {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 async fn spawn(search: &FakeSearch, agent: Option<CliAgentSettings>) -> TestApp {
     let url = search.search_url();
@@ -124,14 +55,6 @@ fn render_requests(app: &TestApp) -> Vec<Value> {
         .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
         .filter(|v| v.get("result").is_some())
         .collect()
-}
-
-fn tea_hits(search: &FakeSearch) {
-    search.set_hits(vec![FakeHit {
-        title: "Sencha guide".into(),
-        url: "https://tea.example/sencha".into(),
-        content: "Steep sencha at 70 degrees for one minute.".into(),
-    }]);
 }
 
 #[tokio::test]

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use ghost::stack::ServiceName;
 use ghost_shared::bus::EventHandler;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
-use ghost_testkit::fake_search::{FakeHit, FakeSearch};
+use ghost_testkit::fake_search::FakeSearch;
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
-use support::autonomy::{decision, persona_events};
+use support::autonomy::{decision, persona_events, spawn_searching, tea_hits};
 use support::plans::{second_planner, write_plan};
 use support::{TestApp, NEUTRAL_AFFECT};
 
@@ -42,20 +42,10 @@ fn plan_requests(app: &TestApp) -> Vec<Value> {
 #[tokio::test]
 async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
     let search = FakeSearch::start().await.unwrap();
-    search.set_hits(vec![FakeHit {
-        title: "Sencha guide".into(),
-        url: "https://tea.example/sencha".into(),
-        content: "Steep sencha at 70 degrees for one minute.".into(),
-    }]);
-    let url = search.search_url();
+    tea_hits(&search);
     let mut services = ServiceName::ALL.to_vec();
     services.push(ServiceName::WritePlan);
-    let app = TestApp::spawn_adjusted(
-        &services,
-        &[("GHOST_AUTONOMY__INTERVAL_SECS", "0")],
-        move |c| c.ghost.web.search_url = Some(url),
-    )
-    .await;
+    let app = spawn_searching(&search, &services).await;
     app.llm.set_responder(|r| match plan_input(r) {
         Some(input) => Script::reply(&plan_for(&input).to_string()),
         None if r.model.as_deref() == Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),

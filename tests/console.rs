@@ -249,6 +249,16 @@ async fn console_sign_in_chat_autonomy_stage_mood_and_memory_in_chromium() {
     browser.refresh().await;
     let again = text_of(&browser, "#chat-log li.persona.autonomy", |t| !t.is_empty()).await;
     assert_eq!(again, message);
+    // Activity after the reload: what happened before it, from the store, newest first.
+    browser.click("#tabs button[data-view=activity]").await;
+    let replayed = ghost_testkit::testing::eventually(PATIENCE, "the past activity", || async {
+        let k = kinds().await;
+        (k.len() == 4).then_some(k)
+    })
+    .await;
+    assert_eq!(replayed, ["dropped", "result", "started", "decided"]);
+    assert_eq!(browser.find_all("#activity-log li.replayed").await.len(), 4);
+    browser.click("#tabs button[data-view=chat]").await;
 
     // Chat: the reply arrives as streamed tokens, in Japanese, and stays in the history.
     // Paced, so the chunks come as separate token events (chunks read together go as one).

@@ -306,11 +306,18 @@ function describeActivity(frame) {
   }
 }
 
+/** Entries already shown (the past is replayed on every connection, reconnections too). */
+const shownActivity = new Set();
+
 function activity(frame) {
+  const key = frame.kind + ":" + frame.event_id;
+  if (shownActivity.has(key)) return;
+  shownActivity.add(key);
   const about = describeActivity(frame);
   const li = document.createElement("li");
   li.className = "kind-" + frame.kind;
   li.dataset.kind = frame.kind;
+  if (frame.replayed) li.classList.add("replayed");
   const head = document.createElement("div");
   head.className = "head";
   const kind = document.createElement("span");

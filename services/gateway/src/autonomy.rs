@@ -1,7 +1,8 @@
 //! Autonomy over HTTP: `POST /api/autonomy/tick` (deliberate now) and `GET /api/events`, the
 //! console clients' WebSocket carrying both autonomy streams: `{"type": "message", …}` for
 //! the persona's utterances (sender: the persona, `display` `chat` or `notify`) and
-//! `{"type": "activity", …}` for monitoring. The WebSocket takes the bearer token in the
+//! `{"type": "activity", …}` for monitoring. After `ready`, a console is first shown the
+//! persona's latest activity from the store (`"replayed": true`), then what happens. The WebSocket takes the bearer token in the
 //! `Authorization` header or as `?token=` (browsers cannot set headers on a WebSocket).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -12,12 +13,12 @@ use axum::Json;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use ghost_shared::autonomy::activity::{
-    activity_subject, message_subject, Activity, AutonomyMessage,
+    activity_of, activity_subject, message_subject, Activity, AutonomyMessage, ACTIVITY_KINDS,
 };
-use ghost_shared::autonomy::events::TickTrigger;
+use ghost_shared::autonomy::events::{autonomy_stream, TickTrigger};
 use ghost_shared::autonomy::tick::request_tick;
 
 use crate::auth::constant_time_eq;
@@ -108,6 +109,33 @@ fn activity_frame(a: Activity) -> Value {
     })
 }
 
+/// Activity entries a console is shown of the past when it connects.
+const REPLAYED_ACTIVITY: i64 = 50;
+
+/// The persona's latest activity entries, oldest first, read from its autonomy stream
+/// (none, and a warning, when the store cannot be read: the live stream still works).
+async fn recent_activity(state: &AppState) -> Vec<Activity> {
+    let persona = &state.ctx.config.ghost.persona.character;
+    let types: Vec<&str> = ACTIVITY_KINDS.iter().map(|(t, _)| *t).collect();
+    let read = state
+        .ctx
+        .store()
+        .read_stream_tail_of_types(
+            &autonomy_stream(persona),
+            &types,
+            uuid::Uuid::nil(),
+            REPLAYED_ACTIVITY,
+        )
+        .await;
+    match read {
+        Ok(events) => events.iter().filter_map(activity_of).collect(),
+        Err(e) => {
+            warn!(error = %e, "cannot read past activity; showing only what happens from now");
+            Vec::new()
+        }
+    }
+}
+
 /// One console's connection: both subjects until it closes.
 async fn follow(state: AppState, socket: WebSocket) {
     let (mut sink, mut incoming) = socket.split();
@@ -137,6 +165,21 @@ async fn follow(state: AppState, socket: WebSocket) {
     {
         return;
     }
+    // The past after `ready`: what is published meanwhile waits in the subscription, and
+    // an entry both read and published is sent once.
+    let mut replayed = std::collections::HashSet::new();
+    for a in recent_activity(&state).await {
+        replayed.insert(a.event_id);
+        let mut frame = activity_frame(a);
+        frame["replayed"] = Value::Bool(true);
+        if sink
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
     loop {
         let frame = tokio::select! {
             m = messages.next() => match m {
@@ -148,6 +191,7 @@ async fn follow(state: AppState, socket: WebSocket) {
             },
             a = activity.next() => match a {
                 Some(a) => match serde_json::from_slice::<Activity>(&a.payload) {
+                    Ok(a) if replayed.contains(&a.event_id) => continue,
                     Ok(a) => activity_frame(a),
                     Err(e) => { debug!(error = %e, "undecodable activity"); continue }
                 },

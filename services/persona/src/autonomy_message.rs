@@ -9,9 +9,7 @@
 use serde_json::{json, Value};
 use tracing::warn;
 
-use ghost_shared::autonomy::activity::{
-    publish_activity, publish_message, Activity, AutonomyMessage,
-};
+use ghost_shared::autonomy::activity::{publish_activity_of, publish_message, AutonomyMessage};
 use ghost_shared::autonomy::events::{
     steps, ActionResultRecorded, AutonomyMessageFailed, AutonomyMessageRendered,
 };
@@ -149,17 +147,7 @@ impl MessageRenderer {
             .map_err(HandlerError::transient)?;
         if !appended.duplicate {
             for e in &appended.events {
-                publish_activity(
-                    self.ctx.bus(),
-                    &Activity {
-                        kind: "message_failed".into(),
-                        persona: recorded.persona.clone(),
-                        event_id: e.event_id,
-                        detail: e.payload.clone(),
-                        recorded_at: Some(e.recorded_at),
-                    },
-                )
-                .await;
+                publish_activity_of(self.ctx.bus(), e).await;
             }
         }
         Ok(())

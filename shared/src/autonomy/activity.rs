@@ -9,7 +9,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::decision::ConsoleDelivery;
+use super::events::{
+    ActionDecided, ActionDropped, ActionResultRecorded, ActionStarted, AutonomyMessageFailed,
+};
 use crate::bus::Bus;
+use crate::envelope::{EventPayload, RecordedEvent};
 
 /// The activity subject.
 pub fn activity_subject(bus: &Bus) -> String {
@@ -70,5 +74,52 @@ async fn publish<T: Serialize>(bus: &Bus, subject: String, value: &T) {
             }
         }
         Err(e) => tracing::warn!(%subject, error = %e, "autonomy payload not serializable"),
+    }
+}
+
+/// The autonomy event types monitoring shows, each with its activity kind.
+pub const ACTIVITY_KINDS: [(&str, &str); 5] = [
+    (ActionDecided::EVENT_TYPE, "decided"),
+    (ActionDropped::EVENT_TYPE, "dropped"),
+    (ActionStarted::EVENT_TYPE, "started"),
+    (ActionResultRecorded::EVENT_TYPE, "result"),
+    (AutonomyMessageFailed::EVENT_TYPE, "message_failed"),
+];
+
+/// The activity entry a stored autonomy event is (`None` for an event monitoring does not
+/// show, or one that does not decode): one mapping for what is published as it happens
+/// and what a console that opens later is shown of the past.
+pub fn activity_of(event: &RecordedEvent) -> Option<Activity> {
+    let kind = ACTIVITY_KINDS
+        .iter()
+        .find(|(event_type, _)| *event_type == event.event_type)?
+        .1;
+    let detail = if kind == "result" {
+        // Monitoring sees the facts, never the internal summary or the raw output.
+        let recorded: ActionResultRecorded = event.decode().ok()?;
+        serde_json::json!({
+            "decision_event_id": recorded.decision_event_id,
+            "capability_name": recorded.result.capability_name,
+            "result_status": recorded.result.result_status,
+            "result_payload": recorded.result.result_payload,
+            "agent_job": recorded.agent_job,
+        })
+    } else {
+        event.payload.clone()
+    };
+    let persona = event.payload.get("persona")?.as_str()?.to_owned();
+    Some(Activity {
+        kind: kind.into(),
+        persona,
+        event_id: event.event_id,
+        detail,
+        recorded_at: Some(event.recorded_at),
+    })
+}
+
+/// Publishes the activity entry `event` is, if it is one.
+pub async fn publish_activity_of(bus: &Bus, event: &RecordedEvent) {
+    if let Some(activity) = activity_of(event) {
+        publish_activity(bus, &activity).await;
     }
 }

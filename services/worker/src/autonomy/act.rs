@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use ghost_shared::autonomy::activity::publish_activity_of;
 use ghost_shared::autonomy::decision::DecisionKind;
 use ghost_shared::autonomy::events::{steps, ActionDecided, ActionResultRecorded, ActionStarted};
 use ghost_shared::autonomy::result::ActionResult;
@@ -71,15 +72,7 @@ impl Actor {
             )
             .await?;
         if !duplicate {
-            // Monitoring sees the facts, never the internal summary or the raw output.
-            let detail = json!({
-                "decision_event_id": recorded.decision_event_id,
-                "capability_name": recorded.result.capability_name,
-                "result_status": recorded.result.result_status,
-                "result_payload": recorded.result.result_payload,
-                "agent_job": recorded.agent_job,
-            });
-            super::report_detail(&self.ctx, "result", &decided.persona, &event, detail).await;
+            publish_activity_of(self.ctx.bus(), &event).await;
         }
         Ok(())
     }
@@ -115,7 +108,7 @@ impl EventHandler for Actor {
             );
             return self.record_result(&event, &decided, result).await;
         }
-        super::report(&self.ctx, "started", &decided.persona, &started_event).await;
+        publish_activity_of(self.ctx.bus(), &started_event).await;
         let result = match self.capabilities.get(&capability_name) {
             Some(capability) => {
                 capability

@@ -5,6 +5,7 @@
 use serde_json::json;
 use tracing::warn;
 
+use ghost_shared::autonomy::activity::publish_activity_of;
 use ghost_shared::autonomy::decision::{
     parse_decision, ActionDecision, DecisionKind, CAPABILITIES,
 };
@@ -113,35 +114,29 @@ impl EventHandler for Deliberator {
             Err(e) => Err((DropReason::ModelError, vec![e.to_string()])),
         };
         let counted = Counted::of(&outcome);
-        let (new, kind) = match outcome {
-            Ok(decision) => (
-                NewEvent::caused_by(
-                    &event,
-                    steps::DECIDED,
-                    &ActionDecided {
-                        persona: tick.persona.clone(),
-                        tick_event_id: event.event_id,
-                        decision,
-                    },
-                    self.ctx.service,
-                ),
-                "decided",
+        let new = match outcome {
+            Ok(decision) => NewEvent::caused_by(
+                &event,
+                steps::DECIDED,
+                &ActionDecided {
+                    persona: tick.persona.clone(),
+                    tick_event_id: event.event_id,
+                    decision,
+                },
+                self.ctx.service,
             ),
             Err((reason, errors)) => {
                 warn!(tick = %event.event_id, ?reason, ?errors, "autonomy decision dropped; nothing runs");
-                (
-                    NewEvent::caused_by(
-                        &event,
-                        steps::DROPPED,
-                        &ActionDropped {
-                            persona: tick.persona.clone(),
-                            tick_event_id: event.event_id,
-                            reason,
-                            errors,
-                        },
-                        self.ctx.service,
-                    ),
-                    "dropped",
+                NewEvent::caused_by(
+                    &event,
+                    steps::DROPPED,
+                    &ActionDropped {
+                        persona: tick.persona.clone(),
+                        tick_event_id: event.event_id,
+                        reason,
+                        errors,
+                    },
+                    self.ctx.service,
                 )
             }
         };
@@ -155,7 +150,7 @@ impl EventHandler for Deliberator {
         if !appended.duplicate {
             counted.record();
             for e in &appended.events {
-                super::report(&self.ctx, kind, &tick.persona, e).await;
+                publish_activity_of(self.ctx.bus(), e).await;
             }
         }
         Ok(())

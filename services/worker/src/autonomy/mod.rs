@@ -15,33 +15,3 @@ pub mod capabilities;
 pub mod deliberate;
 pub mod focus;
 pub mod schedule;
-
-use ghost_shared::autonomy::activity::{publish_activity, Activity};
-use ghost_shared::envelope::RecordedEvent;
-use ghost_shared::service::ServiceContext;
-
-/// Publishes `event` on `autonomy.activity` as `kind`, its payload as the detail.
-pub(crate) async fn report(ctx: &ServiceContext, kind: &str, persona: &str, event: &RecordedEvent) {
-    report_detail(ctx, kind, persona, event, event.payload.clone()).await;
-}
-
-/// Publishes `event` on `autonomy.activity` as `kind` with `detail`.
-pub(crate) async fn report_detail(
-    ctx: &ServiceContext,
-    kind: &str,
-    persona: &str,
-    event: &RecordedEvent,
-    detail: serde_json::Value,
-) {
-    publish_activity(
-        ctx.bus(),
-        &Activity {
-            kind: kind.into(),
-            persona: persona.into(),
-            event_id: event.event_id,
-            detail,
-            recorded_at: Some(event.recorded_at),
-        },
-    )
-    .await;
-}
