@@ -5,9 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::bus::{run_consumer, Bus, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::event_log::{relay_once, run_outbox_relay, EventLog};
+use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use ghost_testkit::testing::{eventually, user_message, TestEnv};
@@ -75,6 +76,22 @@ async fn context(env: &TestEnv) -> ServiceContext {
     env.context("test").await.unwrap()
 }
 
+/// The next event on `subscription` (within 30 s, else the test fails saying `what`).
+async fn next_event(subscription: &mut async_nats::Subscriber, what: &str) -> RecordedEvent {
+    let message = tokio::time::timeout(Duration::from_secs(30), subscription.next())
+        .await
+        .expect(what)
+        .unwrap();
+    serde_json::from_slice(&message.payload).unwrap()
+}
+
+/// A core subscription to `subject`, known to the server when this returns.
+async fn subscribe(bus: &Bus, subject: String) -> async_nats::Subscriber {
+    let subscription = bus.client().subscribe(subject).await.unwrap();
+    bus.ping().await.unwrap();
+    subscription
+}
+
 #[tokio::test]
 async fn two_instances_share_the_work_and_never_both_handle_a_message() {
     let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
@@ -129,11 +146,7 @@ async fn a_message_whose_handler_crashes_every_time_is_dead_lettered_through_the
     .await;
     let ctx = context(&env).await;
     let bus = ctx.bus().clone();
-    let mut dlq = bus
-        .client()
-        .subscribe(bus.dead_letter_subject("svc_UserMessageReceived"))
-        .await
-        .unwrap();
+    let mut dlq = subscribe(&bus, bus.dead_letter_subject("svc_UserMessageReceived")).await;
     let handler = Recorder::named("r");
     let start = || {
         tokio::spawn(run_consumer(
@@ -160,11 +173,7 @@ async fn a_message_whose_handler_crashes_every_time_is_dead_lettered_through_the
         instance.abort();
         instance = start();
     }
-    let parked = tokio::time::timeout(Duration::from_secs(30), dlq.next())
-        .await
-        .expect("dead-lettered through the advisory")
-        .unwrap();
-    let parked: RecordedEvent = serde_json::from_slice(&parked.payload).unwrap();
+    let parked = next_event(&mut dlq, "dead-lettered through the advisory").await;
     assert_eq!(parked.event_id, crash_id);
     eventually(Duration::from_secs(10), "told about it", || async {
         let dead = handler.dead.lock().unwrap().clone();
@@ -462,5 +471,41 @@ async fn published_outbox_rows_are_cleared_without_waiting_for_the_flush() {
             .unwrap();
         assert_eq!(setting, "on");
     }
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn what_runs_first_after_a_commit_sees_the_events_stored_and_not_yet_published() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = context(&env).await;
+    let bus = ctx.bus().clone();
+    let mut published = subscribe(&bus, bus.event_type_filter("UserMessageReceived")).await;
+    let log = EventLog::new(ctx.store().clone(), bus.clone());
+    let event = message("first");
+    let id = event.event_id;
+    let listing = AssistantTextProjection::listing(&[], std::slice::from_ref(&event)).unwrap();
+    let store = ctx.store().clone();
+    let (stored, seen_first) = log
+        .append_with_first(
+            "session-first",
+            ExpectedVersion::Any,
+            &[event],
+            listing.also(),
+            |stored| async move {
+                let committed = store.get(id).await.unwrap().is_some();
+                // Were it published already, the subscription would have it by now.
+                let early =
+                    tokio::time::timeout(Duration::from_millis(300), published.next()).await;
+                (stored.duplicate, committed, early.is_ok(), published)
+            },
+        )
+        .await
+        .unwrap();
+    let (duplicate, committed, early, mut published) = seen_first;
+    assert!(!stored.duplicate && !duplicate);
+    assert!(committed, "stored before `first` runs");
+    assert!(!early, "published only after `first`");
+    let event = next_event(&mut published, "published after `first`").await;
+    assert_eq!(event.event_id, id);
     env.cleanup().await;
 }

@@ -177,17 +177,23 @@ impl Renderer {
             .map_err(|e| HandlerError::transient(e.to_string()))
     }
 
-    /// Appends the turn's outcome with the turn listed in the conversation, before anyone
-    /// hears of it on the turn's subject. With the user's message at hand (the history read
-    /// had it), the listing is written by the append's own statement; else, or when another
-    /// outcome was stored first, the stored one is listed once committed.
-    async fn append_listed(
+    /// Appends the turn's outcome with the turn listed in the conversation, then runs
+    /// `announce` on what is stored, before the events are published: the client hears of
+    /// its reply without waiting for the bus. With the user's message at hand (the history
+    /// read had it), the listing is written by the append's own statement; else, or when
+    /// another outcome was stored first, the stored one is listed before it is announced.
+    async fn append_listed<F, Fut>(
         &self,
         turn: Uuid,
         stream: &str,
         user: Option<&RecordedEvent>,
         outcome: NewEvent,
-    ) -> Result<AppendOutcome, HandlerError> {
+        announce: F,
+    ) -> Result<AppendOutcome, HandlerError>
+    where
+        F: FnOnce(AppendOutcome) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
         let log = &self.ctx.log;
         let Some(user) = user else {
             let (stored, listed) = log
@@ -196,10 +202,11 @@ impl Renderer {
                     ExpectedVersion::Any,
                     &[outcome],
                     |stored| async move {
-                        match stored.events.first() {
-                            Some(outcome) => self.list_turn(turn, None, outcome).await,
-                            None => Ok(()),
+                        if let Some(outcome) = stored.events.first() {
+                            self.list_turn(turn, None, outcome).await?;
                         }
+                        announce(stored).await;
+                        Ok::<_, HandlerError>(())
                     },
                 )
                 .await
@@ -209,15 +216,25 @@ impl Renderer {
         };
         let listing = AssistantTextProjection::listing(&[user], std::slice::from_ref(&outcome))
             .map_err(HandlerError::permanent)?;
-        let stored = log
-            .append_with(stream, ExpectedVersion::Any, &[outcome], listing.also())
+        let (stored, listed) = log
+            .append_with_first(
+                stream,
+                ExpectedVersion::Any,
+                &[outcome],
+                listing.also(),
+                |stored| async move {
+                    if stored.duplicate {
+                        if let Some(first) = stored.events.first() {
+                            self.list_turn(turn, Some(user), first).await?;
+                        }
+                    }
+                    announce(stored).await;
+                    Ok::<_, HandlerError>(())
+                },
+            )
             .await
             .map_err(HandlerError::transient)?;
-        if stored.duplicate {
-            if let Some(first) = stored.events.first() {
-                self.list_turn(turn, Some(user), first).await?;
-            }
-        }
+        listed?;
         Ok(stored)
     }
 
@@ -658,25 +675,26 @@ impl EventHandler for Renderer {
                 (e, message)
             }
         };
-        ghost_shared::fault::point("persona.before_append");
-        let stored = self
-            .append_listed(turn, &stream, user_event.as_ref(), new_event)
-            .await?;
-        ghost_shared::fault::point("persona.after_append");
-        // Another handler (or the watchdog) closed the turn first: its outcome stands.
-        let message = match (stored.duplicate, stored.events.first()) {
-            (true, Some(first)) => {
-                info!(event_id = %first.event_id, "turn already closed; this outcome is not stored");
-                outcome_message(first)
+        let user_at = user_event.as_ref().map(|e| e.recorded_at);
+        let announce = |stored: AppendOutcome| async move {
+            ghost_shared::fault::point("persona.after_append");
+            // Another handler (or the watchdog) closed the turn first: its outcome stands.
+            let message = match (stored.duplicate, stored.events.first()) {
+                (true, Some(first)) => {
+                    info!(event_id = %first.event_id, "turn already closed; this outcome is not stored");
+                    outcome_message(first)
+                }
+                _ => message,
+            };
+            if !stored.duplicate {
+                // Counted before the client hears of it, so a scrape after the reply sees it.
+                self.record_turn_end(&request, failure_code, user_at).await;
             }
-            _ => message,
+            self.publish(&turn, &message).await;
         };
-        if !stored.duplicate {
-            // Counted before the client hears of it, so a scrape after the reply sees it.
-            let user_at = user_event.as_ref().map(|e| e.recorded_at);
-            self.record_turn_end(&request, failure_code, user_at).await;
-        }
-        self.publish(&turn, &message).await;
+        ghost_shared::fault::point("persona.before_append");
+        self.append_listed(turn, &stream, user_event.as_ref(), new_event, announce)
+            .await?;
         Ok(())
     }
 

@@ -82,11 +82,38 @@ impl EventLog {
         events: &[NewEvent],
         also: AlsoWritten<'_>,
     ) -> Result<AppendOutcome, EventLogError> {
+        let (outcome, ()) = self
+            .append_with_first(stream, expected, events, also, |_| async {})
+            .await?;
+        Ok(outcome)
+    }
+
+    /// [`Self::append_with`], running `first` on the stored events between the commit and
+    /// the publish. What must follow the commit at once (telling a waiting client that its
+    /// reply is stored) then does not wait for the bus's acknowledgements, nor compete with
+    /// the consumers the publish wakes. A crash in between leaves the publish to the outbox
+    /// relay, as for any append.
+    pub async fn append_with_first<F, Fut, T>(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        also: AlsoWritten<'_>,
+        first: F,
+    ) -> Result<(AppendOutcome, T), EventLogError>
+    where
+        F: FnOnce(AppendOutcome) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
         let outcome = self
             .store
             .append_with(stream, expected, events, Some(also))
             .await?;
-        self.publish_committed(outcome).await
+        crate::fault::point("store.after_commit");
+        let first = first(outcome.clone()).await;
+        self.publish_outcomes(std::slice::from_ref(&outcome))
+            .await?;
+        Ok((outcome, first))
     }
 
     /// Appends a session's next turn, with `also` written in its statement (see
