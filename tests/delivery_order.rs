@@ -9,6 +9,7 @@ use std::time::Duration;
 use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::fake_platforms::Delivery;
 use serde_json::json;
+use support::execute_all;
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
 
 /// How long the first message's reply takes to write: long enough that the second
@@ -17,7 +18,12 @@ const SLOW_FIRST: Duration = Duration::from_millis(2000);
 
 /// A Ghost whose model answers "first …" slowly and "second …" at once.
 async fn spawn() -> ChannelApp {
-    let c = ChannelApp::spawn(&[]).await;
+    spawn_with(&[]).await
+}
+
+/// [`spawn`] with configuration overrides.
+async fn spawn_with(extra: &[(&str, &str)]) -> ChannelApp {
+    let c = ChannelApp::spawn(extra).await;
     c.app.llm.set_responder(|r| {
         let said = r.last_user_text().unwrap_or_default();
         if said.contains("first question") {
@@ -105,6 +111,16 @@ async fn slack_replies_in_a_thread_arrive_in_the_order_of_the_messages() {
     c.cleanup().await;
 }
 
+/// Asserts that the first reply was recorded as failed with `code` and nothing of it was
+/// sent, and that the second went out all the same.
+async fn assert_first_failed_second_delivered(c: &ChannelApp, code: &str) {
+    let failed = c.wait_events("ReplyFailed", 1).await;
+    assert_eq!(failed[0]["code"], code);
+    c.wait_events("ReplyDelivered", 1).await;
+    let delivered: Vec<Vec<String>> = c.line.deliveries().into_iter().map(|d| d.texts).collect();
+    assert_eq!(delivered, [vec!["answer two"]], "only the second was sent");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_reply_is_recorded_and_holds_up_nothing_after_it() {
     // A failed turn's notice is configured empty: that reply sends nothing.
@@ -122,14 +138,37 @@ async fn an_empty_reply_is_recorded_and_holds_up_nothing_after_it() {
     let body = two_line_messages("e", "U-empty");
     assert_eq!(c.post_line_signed(&body).await, 200);
 
-    let failed = c.wait_events("ReplyFailed", 1).await;
-    assert_eq!(failed[0]["code"], "empty_reply");
-    c.wait_events("ReplyDelivered", 1).await;
-    let delivered: Vec<Vec<String>> = c.line.deliveries().into_iter().map(|d| d.texts).collect();
+    assert_first_failed_second_delivered(&c, "empty_reply").await;
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_given_up_on_is_recorded_and_the_next_one_still_goes_out() {
+    let c = spawn_with(&[
+        ("GHOST_BUS__MAX_DELIVER", "2"),
+        ("GHOST_BUS__ACK_WAIT_SECS", "1"),
+    ])
+    .await;
+    // Every attempt at the first reply fails in the store: its reply-token marker is
+    // refused, a transient error, until the message runs out of deliveries.
+    execute_all(
+        &c.app.store,
+        &[
+            "CREATE FUNCTION refuse_first_marker() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF EXISTS (SELECT 1 FROM events r \
+                 WHERE r.event_id = (NEW.payload->>'reply_event_id')::uuid \
+                   AND r.payload->>'text' = 'answer one') \
+             THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER refuse_first_marker BEFORE INSERT ON events FOR EACH ROW \
+             WHEN (NEW.event_type = 'ReplyAttempted') EXECUTE FUNCTION refuse_first_marker()",
+        ],
+    )
+    .await;
     assert_eq!(
-        delivered,
-        [vec!["answer two"]],
-        "nothing sent for the empty reply"
+        c.post_line_signed(&two_line_messages("d", "U-dead")).await,
+        200
     );
+
+    assert_first_failed_second_delivered(&c, "dead_lettered").await;
     c.cleanup().await;
 }

@@ -166,6 +166,25 @@ impl Deliverer {
 
 #[async_trait::async_trait]
 impl EventHandler for Deliverer {
+    /// A reply given up on (every delivery failed) is recorded as failed: the
+    /// conversation's next reply waits for this one's outcome, not for the bound.
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        let Some(event) = event else { return };
+        let Ok(Some(reply)) = self.reply_of(event) else {
+            return;
+        };
+        if reply.channel == Channel::Http {
+            return;
+        }
+        let message =
+            ghost_shared::masking::mask_secrets(&reason.chars().take(200).collect::<String>())
+                .into_owned();
+        let outcome = DeliveryOutcome::failed("dead_lettered", message);
+        if let Err(e) = self.record(event, &reply, outcome).await {
+            warn!(reply = %event.event_id, error = %e, "cannot record the reply given up on");
+        }
+    }
+
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
         let Some(reply) = self.reply_of(&event)? else {
             return Ok(());

@@ -5,7 +5,7 @@
 //! written first. Before a reply is sent, [`wait_for_previous`] waits until the reply to
 //! the conversation's previous platform message is settled: a `ReplyDelivered` or
 //! `ReplyFailed` for it is stored (the deliverer records one for every reply it handles,
-//! an empty one included). Each reply waiting only for the one before it orders them all.
+//! an empty one and one it gave up on included). Each reply waiting only for the one before it orders them all.
 //!
 //! The state is the store's, so the order holds across redeliveries, restarts and several
 //! gateway processes. The wait holds a consumer slot and is bounded: after `patience`
