@@ -2,8 +2,9 @@
 //! console clients' WebSocket carrying both autonomy streams: `{"type": "message", …}` for
 //! the persona's utterances (sender: the persona, `display` `chat` or `notify`) and
 //! `{"type": "activity", …}` for monitoring. After `ready`, a console is first shown the
-//! persona's latest activity from the store (`"replayed": true`), then what happens. The WebSocket takes the bearer token in the
-//! `Authorization` header or as `?token=` (browsers cannot set headers on a WebSocket).
+//! persona's latest activity from the store (`"replayed": true`), then what happens. The
+//! WebSocket takes the bearer token in the `Authorization` header or as `?token=`
+//! (browsers cannot set headers on a WebSocket).
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};

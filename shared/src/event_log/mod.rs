@@ -82,10 +82,11 @@ impl EventLog {
         events: &[NewEvent],
         also: AlsoWritten<'_>,
     ) -> Result<AppendOutcome, EventLogError> {
-        let (outcome, ()) = self
-            .append_with_first(stream, expected, events, also, |_| async {})
+        let outcome = self
+            .store
+            .append_with(stream, expected, events, Some(also))
             .await?;
-        Ok(outcome)
+        self.publish_committed(outcome).await
     }
 
     /// [`Self::append_with`], running `first` on the stored events between the commit and
@@ -109,11 +110,8 @@ impl EventLog {
             .store
             .append_with(stream, expected, events, Some(also))
             .await?;
-        crate::fault::point("store.after_commit");
         let first = first(outcome.clone()).await;
-        self.publish_outcomes(std::slice::from_ref(&outcome))
-            .await?;
-        Ok((outcome, first))
+        Ok((self.publish_committed(outcome).await?, first))
     }
 
     /// Appends a session's next turn, with `also` written in its statement (see

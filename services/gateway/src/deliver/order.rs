@@ -5,7 +5,8 @@
 //! written first. Before a reply is sent, [`wait_for_previous`] waits until the reply to
 //! the conversation's previous platform message is settled: a `ReplyDelivered` or
 //! `ReplyFailed` for it is stored (the deliverer records one for every reply it handles,
-//! an empty one and one it gave up on included). Each reply waiting only for the one before it orders them all.
+//! an empty one and one it gave up on included). Each reply waiting only for the one
+//! before it orders them all.
 //!
 //! The state is the store's, so the order holds across redeliveries, restarts and several
 //! gateway processes. The wait holds a consumer slot and is bounded: after `patience`
@@ -23,17 +24,6 @@ use ghost_shared::store::{EventStore, StoreError};
 
 /// How often a waiting reply looks at the store again.
 const LOOK_AGAIN: Duration = Duration::from_millis(100);
-
-/// How the wait for the previous reply ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Previous {
-    /// No earlier platform message in the conversation.
-    None,
-    /// The previous message's reply is delivered or given up.
-    Settled(Uuid),
-    /// Still open after the patience: this reply goes out regardless.
-    GaveUpWaiting(Uuid),
-}
 
 /// The conversation's platform message before `user`, how long ago it was accepted, and
 /// whether its reply is settled.
@@ -71,14 +61,14 @@ pub async fn wait_for_previous(
     store: &EventStore,
     user: &RecordedEvent,
     patience: Duration,
-) -> Result<Previous, StoreError> {
+) -> Result<(), StoreError> {
     let mut logged = false;
     loop {
         let Some((id, age, settled)) = previous(store, user).await? else {
-            return Ok(Previous::None);
+            return Ok(());
         };
         if settled {
-            return Ok(Previous::Settled(id));
+            return Ok(());
         }
         if age >= patience {
             warn!(
@@ -86,7 +76,7 @@ pub async fn wait_for_previous(
                 previous = %id,
                 "the previous message's reply is still open; sending this one out of order"
             );
-            return Ok(Previous::GaveUpWaiting(id));
+            return Ok(());
         }
         if !logged {
             debug!(user_event = %user.event_id, previous = %id, "waiting for the previous reply");
