@@ -807,3 +807,95 @@ async fn a_pass_commits_without_waiting_for_the_flush_and_only_itself() {
     }
     env.cleanup().await;
 }
+
+/// A projection that keeps nothing: only its runner's passes and checkpoint matter.
+struct KeepsNothing;
+
+#[async_trait::async_trait]
+impl Projection for KeepsNothing {
+    fn name(&self) -> &'static str {
+        "keeps_nothing"
+    }
+
+    async fn apply(
+        &self,
+        _tx: &mut Transaction<'_, Postgres>,
+        _event: &RecordedEvent,
+    ) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+
+    async fn reset(&self, _tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
+        Ok(())
+    }
+}
+
+async fn checkpoint_of(store: &EventStore, name: &str) -> Option<i64> {
+    sqlx::query_scalar("SELECT position FROM projection_checkpoints WHERE name = $1")
+        .bind(name)
+        .fetch_optional(store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_runner_cut_off_from_its_store_retries_at_its_pace_and_resumes_when_it_is_back() {
+    let logs = support::logs::capture();
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    // The runner reaches Postgres through a proxy the test can cut; the test directly.
+    let proxy = support::tcp_proxy::TcpProxy::start().await;
+    let proxied = EventStore::connect(&proxy.route(&env.config.ghost.database.url), 4)
+        .await
+        .unwrap();
+    let poll = Duration::from_millis(50);
+    let runner = ProjectionRunner::new(proxied, Arc::new(KeepsNothing), 500, poll);
+    let task = tokio::spawn(runner.run());
+    let first = append(&store, "session-cut", &[user_message("session-cut", "one")]).await;
+    eventually(Duration::from_secs(30), "the first pass", || async {
+        checkpoint_of(&store, "keeps_nothing")
+            .await
+            .filter(|p| *p >= first[0].position)
+    })
+    .await;
+
+    let failed = || {
+        logs.text()
+            .lines()
+            .filter(|l| l.contains("projection pass failed") && l.contains("keeps_nothing"))
+            .count()
+    };
+    let before = failed();
+    proxy.cut();
+    let cut_at = std::time::Instant::now();
+    eventually(Duration::from_secs(30), "a failed pass", || async {
+        (failed() > before).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let failures = failed() - before;
+    // At most one pass a poll interval (fewer, as the waits grow): a runner that ended
+    // every wait on its listener's instant error failed thousands of times a second.
+    let paced = (cut_at.elapsed().as_millis() / poll.as_millis()) as usize + 1;
+    assert!(
+        failures <= paced,
+        "{failures} failed passes in {:?} (at most {paced})",
+        cut_at.elapsed()
+    );
+
+    // Back, it projects what was appended meanwhile.
+    let second = append(&store, "session-cut", &[user_message("session-cut", "two")]).await;
+    proxy.restore();
+    eventually(
+        Duration::from_secs(30),
+        "the pass after the cut",
+        || async {
+            checkpoint_of(&store, "keeps_nothing")
+                .await
+                .filter(|p| *p >= second[0].position)
+        },
+    )
+    .await;
+    task.abort();
+    env.cleanup().await;
+}

@@ -469,22 +469,37 @@ impl ProjectionRunner {
     }
 
     /// Waits until an append notification names a type this projection wakes on and an
-    /// event past `through` (what this runner's last pass read), or `wait` passes. A
-    /// listener error (it reconnects, and may have missed notifications) ends the wait too.
+    /// event past `through` (what this runner's last pass read), or `wait` passes. The
+    /// first listener error (it reconnects, and may have missed notifications) ends the
+    /// wait too; while it keeps failing (`lost`), the wait runs out instead: a listener
+    /// that cannot reconnect fails at once, and ending every wait on it would spin.
     async fn wait_for_wake(
         &self,
         listener: &mut PgListener,
+        lost: &mut bool,
         wait: Duration,
         through: Option<ReadPosition>,
     ) {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             match tokio::time::timeout_at(deadline, listener.recv()).await {
-                Err(_) => return,
-                Ok(Ok(n)) if wakes(self.projection.as_ref(), n.payload(), through) => return,
-                Ok(Ok(_)) => continue,
-                Ok(Err(e)) => {
+                Err(_) => {
+                    *lost = false; // it listened the whole wait
+                    return;
+                }
+                Ok(Ok(n)) => {
+                    *lost = false;
+                    if wakes(self.projection.as_ref(), n.payload(), through) {
+                        return;
+                    }
+                }
+                Ok(Err(e)) if !*lost => {
                     debug!(error = %e, "listener error; it reconnects");
+                    *lost = true;
+                    return;
+                }
+                Ok(Err(_)) => {
+                    tokio::time::sleep_until(deadline).await;
                     return;
                 }
             }
@@ -511,6 +526,9 @@ impl ProjectionRunner {
         // How far this runner's passes have read: a wake-up for appends it already read
         // (it arrives after their commit, often after the pass that read them) is skipped.
         let mut through = None;
+        let mut listener_lost = false;
+        // Passes failed in a row (the store unreachable, say): each waits twice as long.
+        let mut failures = 0u32;
         loop {
             let pass = self.catch_up_through().await.map(|(pass, read)| {
                 through = read.or(through);
@@ -531,6 +549,9 @@ impl ProjectionRunner {
                     }
                 }
             }
+            if pass.is_ok() {
+                failures = 0;
+            }
             let wait = match pass {
                 // Held-back events of other types wait for the poll: under load some
                 // transaction is always running, and a pass every 5 ms for them was most
@@ -538,16 +559,30 @@ impl ProjectionRunner {
                 Ok(c) if c.pending_wakes => Duration::from_millis(5),
                 Ok(_) => self.poll_interval,
                 Err(e) => {
-                    warn!(projection = self.projection.name(), error = %e, "projection pass failed");
-                    self.poll_interval
+                    failures = failures.saturating_add(1);
+                    warn!(projection = self.projection.name(), error = %e, failures, "projection pass failed");
+                    retry_wait(self.poll_interval, failures)
                 }
             };
             match listener.as_mut() {
-                Some(l) => self.wait_for_wake(l, wait, through).await,
+                Some(l) => {
+                    self.wait_for_wake(l, &mut listener_lost, wait, through)
+                        .await
+                }
                 None => tokio::time::sleep(wait).await,
             }
         }
     }
+}
+
+/// Longest wait between failed passes (unless the poll interval is longer).
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+/// The wait after the `failures`-th failed pass in a row: the poll interval, doubled for
+/// each failure before it, at most [`MAX_RETRY_WAIT`]. A notification still ends it.
+fn retry_wait(poll_interval: Duration, failures: u32) -> Duration {
+    let doubled = poll_interval.saturating_mul(1 << failures.saturating_sub(1).min(16));
+    doubled.min(MAX_RETRY_WAIT.max(poll_interval))
 }
 
 /// Whether an append notification wakes `projection`, whose runner has read `through`:
@@ -694,4 +729,20 @@ async fn save_checkpoint(
 ) -> Result<(), ProjectionError> {
     save_checkpoint_and_look_ahead(tx, name, at, false).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_passes_wait_twice_as_long_each_time_up_to_a_bound() {
+        let poll = Duration::from_millis(250);
+        let waits: Vec<u128> = (1..=7).map(|n| retry_wait(poll, n).as_millis()).collect();
+        assert_eq!(waits, [250, 500, 1000, 2000, 4000, 5000, 5000]);
+        assert_eq!(retry_wait(poll, u32::MAX), MAX_RETRY_WAIT);
+        // A poll interval past the bound is kept: failing never polls more often.
+        let slow = Duration::from_secs(60);
+        assert_eq!(retry_wait(slow, 3), slow);
+    }
 }

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod plans;
 pub mod platforms;
 pub mod stage;
+pub mod tcp_proxy;
 pub mod webdriver;
 
 use std::process::Stdio;
