@@ -1,6 +1,7 @@
 //! The mood service answers `mood.get` from the windows it keeps in memory, kept current by
 //! the projection's announcements: no read of the store while a window is current, the
-//! next episode arriving without one, and a rebuild elsewhere dropping what it held.
+//! next episode arriving without one, and a rebuild elsewhere or a lost announcement
+//! listener dropping what it held.
 
 mod support;
 
@@ -11,8 +12,10 @@ use ghost_mood::mood::{mood_at, Episode};
 use ghost_shared::affect::{Affect, AffectLabel, MoodState};
 use ghost_shared::envelope::NewEvent;
 use ghost_shared::events::AffectReflected;
+use ghost_shared::store::{EventStore, ExpectedVersion};
 use ghost_testkit::testing::{eventually, origin_event};
 use serde_json::Value;
+use support::tcp_proxy::TcpProxy;
 use support::TestApp;
 use uuid::Uuid;
 
@@ -182,4 +185,110 @@ async fn a_rebuild_in_another_process_drops_the_windows_held_in_memory() {
     )
     .await;
     app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_lost_announcement_listener_drops_the_windows_until_it_listens_again() {
+    let logs = support::logs::capture();
+    let lost = "mood announcements lost";
+    let lost_before = logs.text().matches(lost).count();
+    // The mood service reaches Postgres through a proxy the test can cut; the test and
+    // the rebuild below reach it directly.
+    let proxy = TcpProxy::start().await;
+    let mut direct = String::new();
+    let mut app = TestApp::spawn_adjusted(&[ServiceName::Mood], &[], |c| {
+        direct = c.ghost.database.url.clone();
+        c.ghost.database.url = proxy.route(&direct);
+    })
+    .await;
+    app.store = EventStore::connect(&direct, 4).await.unwrap();
+    let constants = app.env.config.ghost.mood.constants;
+    let persona = "unheard";
+    let (e1, r1) = episode(persona, NOW - 600.0, AffectLabel::Anger, 0.9);
+    let (e2, r2) = episode(persona, NOW - 300.0, AffectLabel::Joy, 0.3);
+    let stream = ghost_shared::events::persona_stream(persona);
+    app.store
+        .append(&stream, ExpectedVersion::Any, &[r1, r2])
+        .await
+        .unwrap();
+    projected(&app, persona, 2).await;
+    let held = ask(&app, persona).await.unwrap();
+    assert!(same(&held, &mood_at(&[e1, e2.clone()], NOW, &constants)));
+    assert!(
+        answered_from_memory(&app, persona)
+            .await
+            .is_some_and(|m| same(&m, &held)),
+        "the window is held in memory"
+    );
+
+    // Cut off, the service cannot hear that another process rebuilds the window.
+    proxy.cut();
+    eventually(Duration::from_secs(30), "the loss noticed", || async {
+        (logs.text().matches(lost).count() > lost_before).then_some(())
+    })
+    .await;
+    app.run_ghost_command(
+        &["projections", "rebuild", "partner_mood_state"],
+        &[("GHOST_MOOD__CONSTANTS__MAX_EPISODES", "1")],
+    )
+    .await;
+    projected(&app, persona, 1).await;
+    let rebuilt = mood_at(std::slice::from_ref(&e2), NOW, &constants);
+    assert!(!same(&rebuilt, &held), "the rebuild changes the mood");
+    // Deaf, it reads the store (here unreachable) instead of answering what it held.
+    let deaf = ask(&app, persona).await;
+    assert!(
+        !deaf.as_ref().is_ok_and(|m| same(m, &held)),
+        "a deaf service answered the window it held: {deaf:?}"
+    );
+
+    // Back, it answers the rebuilt window, not the one it held before the loss...
+    proxy.restore();
+    eventually(
+        Duration::from_secs(30),
+        "the rebuilt window answered",
+        || async { ask(&app, persona).await.ok().filter(|m| same(m, &rebuilt)) },
+    )
+    .await;
+    // ...and, listening again, it keeps what it reads and answers it from memory...
+    eventually(
+        Duration::from_secs(30),
+        "the window answered from memory again",
+        || async {
+            ask(&app, persona).await.ok()?;
+            answered_from_memory(&app, persona)
+                .await
+                .filter(|m| same(m, &rebuilt))
+        },
+    )
+    .await;
+    // ...where the next episode reaches it through the announcement, while the store
+    // cannot be read.
+    let (e3, r3) = episode(persona, NOW - 60.0, AffectLabel::Sadness, 0.6);
+    app.store
+        .append(&stream, ExpectedVersion::Any, &[r3])
+        .await
+        .unwrap();
+    projected(&app, persona, 2).await;
+    let expected = mood_at(&[e2, e3], NOW, &constants);
+    eventually(
+        Duration::from_secs(30),
+        "the next episode answered from memory",
+        || async {
+            answered_from_memory(&app, persona)
+                .await
+                .filter(|m| same(m, &expected))
+        },
+    )
+    .await;
+    app.cleanup().await;
+}
+
+/// The service's answer while the window's tables are away: only a window held in memory
+/// can give one.
+async fn answered_from_memory(app: &TestApp, persona: &str) -> Option<MoodState> {
+    hide_tables(app, true).await;
+    let answer = ask(app, persona).await;
+    hide_tables(app, false).await;
+    answer.ok()
 }
