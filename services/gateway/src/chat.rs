@@ -176,7 +176,7 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
         Some(_) => store
             .get(turn)
             .await
-            .map_err(|e| ApiError::internal("event store unavailable", e))?,
+            .map_err(|e| ApiError::store("cannot read the store", &e))?,
         None => None,
     };
     let user_event = match existing {
@@ -278,7 +278,7 @@ async fn append_message(
         Err(ghost_shared::event_log::EventLogError::Store(StoreError::TurnRunning { .. })) => {
             Err(busy(&input.session_id))
         }
-        Err(e) => Err(ApiError::internal("cannot store the message", e)),
+        Err(e) => Err(ApiError::store("cannot store the message", &e)),
     }
 }
 

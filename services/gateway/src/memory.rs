@@ -48,6 +48,6 @@ pub async fn get(
     }
     let memory = MemoryProjection::load(state.ctx.store().pool(), &persona)
         .await
-        .map_err(|e| ApiError::internal("memory read failed", e))?;
+        .map_err(|e| ApiError::store("cannot read the memory", &e))?;
     Ok(Json(MemoryAnswer { persona, memory }))
 }

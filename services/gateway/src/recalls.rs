@@ -19,7 +19,7 @@ async fn get_event(state: &AppState, id: Uuid) -> Result<Option<RecordedEvent>, 
         .store()
         .get(id)
         .await
-        .map_err(|e| ApiError::internal("event read failed", e))
+        .map_err(|e| ApiError::store("cannot read the event", &e))
 }
 
 fn not_found(id: Uuid) -> ApiError {

@@ -26,7 +26,7 @@ pub async fn messages(
     let pool = state.ctx.store().pool();
     let turns = AssistantTextProjection::recent(pool, &session_id, 200)
         .await
-        .map_err(|e| ApiError::internal("cannot read the conversation", e))?;
+        .map_err(|e| ApiError::store("cannot read the conversation", &e))?;
     let autonomous: Vec<uuid::Uuid> = turns
         .iter()
         .filter(|t| t.source == AUTONOMY_SOURCE)
@@ -37,7 +37,7 @@ pub async fn messages(
     } else {
         AssistantTextProjection::autonomy_displays(pool, &autonomous)
             .await
-            .map_err(|e| ApiError::internal("cannot read the conversation", e))?
+            .map_err(|e| ApiError::store("cannot read the conversation", &e))?
     };
     // Autonomous messages carry their display style (`chat`, `notify`), as on /api/events.
     let messages: Vec<Value> = turns

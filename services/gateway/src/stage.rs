@@ -280,7 +280,7 @@ async fn take_frame(state: &AppState, stage_id: &str, body: &[u8]) -> Result<(),
     let last = store
         .last_event(&stream)
         .await
-        .map_err(|e| ApiError::internal("event store unavailable", e))?;
+        .map_err(|e| ApiError::store("cannot read the store", &e))?;
     let is_running = running(state, last.as_ref());
     let id = Uuid::new_v4();
     let (event, expected) = match frame {
@@ -325,7 +325,7 @@ async fn take_frame(state: &AppState, stage_id: &str, body: &[u8]) -> Result<(),
         Err(ghost_shared::event_log::EventLogError::Store(StoreError::Conflict { .. })) => {
             Err(busy(stage_id))
         }
-        Err(e) => Err(ApiError::internal("cannot store the frame", e)),
+        Err(e) => Err(ApiError::store("cannot store the frame", &e)),
     }
 }
 

@@ -6,12 +6,14 @@
 //!   ([`EventStore::append_batch`]);
 //! - `read`: gap-safe reads in commit order;
 //! - `tail`: a stream's newest events, read back from its head in bounded windows;
-//! - `wakeups`: the projection runners' wake-up, sent after each append commits.
+//! - `wakeups`: the projection runners' wake-up, sent after each append commits;
+//! - `unreachable`: whether an error means the database was out of reach.
 
 mod append;
 mod append_batch;
 pub(crate) mod read;
 mod tail;
+mod unreachable;
 mod wakeups;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
@@ -26,6 +28,7 @@ pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion, TurnGuard};
 pub use append_batch::AppendRequest;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
 pub use tail::{read_tail_checking_in, read_tail_in, TailFilter};
+pub use unreachable::Unreachable;
 
 /// Channel on which every append's wake-up is sent once it committed, to wake readers
 /// (payload: the appended event types, comma separated; empty: wake everyone).

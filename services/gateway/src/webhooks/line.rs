@@ -79,7 +79,7 @@ pub async fn webhook(
         .webhook_appends
         .append(requests)
         .await
-        .map_err(|e| ApiError::internal("cannot store the LINE event", e))?;
+        .map_err(|e| ApiError::store("cannot store the LINE event", &e))?;
     for outcome in stored {
         // An image becomes a turn once the media step appends its message.
         if !outcome.duplicate

@@ -72,7 +72,7 @@ pub async fn events(
                 .webhook_appends
                 .append(vec![request])
                 .await
-                .map_err(|e| ApiError::internal("cannot store the Slack event", e))?;
+                .map_err(|e| ApiError::store("cannot store the Slack event", &e))?;
             if stored.iter().any(|o| !o.duplicate) {
                 ghost_shared::metrics::turn_started(Channel::Slack.as_str());
             }
