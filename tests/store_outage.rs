@@ -59,14 +59,7 @@ async fn an_unreachable_database_is_answered_503_and_nothing_is_lost_once_it_is_
         app.post_chat_raw(chat.to_string(), Some(TOKEN)).await,
     )
     .await;
-    let messages = app
-        .http
-        .get(format!("{}/api/sessions/s-outage/messages", app.base_url))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    unavailable("messages", messages).await;
+    unavailable("messages", app.messages_response("s-outage").await).await;
     let line = line_text("ev-outage", "Uoutage", "hello from LINE", "rt-1", false);
     unavailable(
         "LINE webhook",

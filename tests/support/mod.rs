@@ -134,15 +134,21 @@ impl TestApp {
 
     /// `GET /api/sessions/{session}/messages`: the conversation's JSON.
     pub async fn messages(&self, session: &str) -> Value {
+        self.messages_response(session)
+            .await
+            .json()
+            .await
+            .expect("messages JSON")
+    }
+
+    /// `GET /api/sessions/{session}/messages`: the response as is.
+    pub async fn messages_response(&self, session: &str) -> reqwest::Response {
         self.http
             .get(format!("{}/api/sessions/{session}/messages", self.base_url))
             .bearer_auth(TOKEN)
             .send()
             .await
             .expect("messages")
-            .json()
-            .await
-            .expect("messages JSON")
     }
 
     /// A chat turn; all SSE events until the stream closes.
