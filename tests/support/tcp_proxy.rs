@@ -1,10 +1,14 @@
-//! A TCP proxy a test puts between a service and Postgres, to cut the service off: every
-//! connection through it is dropped, and new ones are refused, until it is restored.
+//! A TCP proxy a test puts between a service and Postgres or NATS, to cut the service off
+//! (every connection through it is dropped, and new ones are refused) or to stall it
+//! (connections stay open and no byte passes), until it is restored.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 #[derive(Default)]
@@ -21,6 +25,7 @@ struct Links {
 pub struct TcpProxy {
     addr: SocketAddr,
     links: Arc<Mutex<Links>>,
+    stalled: watch::Sender<bool>,
     accept: JoinHandle<()>,
 }
 
@@ -30,10 +35,12 @@ impl TcpProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr = listener.local_addr().expect("proxy address");
         let links = Arc::new(Mutex::new(Links::default()));
-        let accept = tokio::spawn(accept_loop(listener, links.clone()));
+        let (stalled, watch) = watch::channel(false);
+        let accept = tokio::spawn(accept_loop(listener, links.clone(), watch));
         TcpProxy {
             addr,
             links,
+            stalled,
             accept,
         }
     }
@@ -69,9 +76,16 @@ impl TcpProxy {
         }
     }
 
+    /// Holds every byte sent either way (the connections stay open) until a restore; a cut
+    /// meanwhile loses what was held, as a connection that dies with data in flight does.
+    pub fn stall(&self) {
+        self.stalled.send_replace(true);
+    }
+
     /// Lets connections through again.
     pub fn restore(&self) {
         self.lock().cut = false;
+        self.stalled.send_replace(false);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Links> {
@@ -86,9 +100,13 @@ impl Drop for TcpProxy {
     }
 }
 
-async fn accept_loop(listener: TcpListener, links: Arc<Mutex<Links>>) {
+async fn accept_loop(
+    listener: TcpListener,
+    links: Arc<Mutex<Links>>,
+    stalled: watch::Receiver<bool>,
+) {
     loop {
-        let Ok((mut inbound, _)) = listener.accept().await else {
+        let Ok((inbound, _)) = listener.accept().await else {
             continue;
         };
         // Checked and recorded under the lock, so a cut misses no connection.
@@ -97,10 +115,36 @@ async fn accept_loop(listener: TcpListener, links: Arc<Mutex<Links>>) {
             continue; // dropped: refused
         };
         guard.open.retain(|link| !link.is_finished());
+        let stalled = stalled.clone();
         guard.open.push(tokio::spawn(async move {
-            if let Ok(mut outbound) = TcpStream::connect(&upstream).await {
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            let Ok(outbound) = TcpStream::connect(&upstream).await else {
+                return;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            // Either direction ending ends the link (both sockets close).
+            tokio::select! {
+                _ = pump(in_read, out_write, stalled.clone()) => {}
+                _ = pump(out_read, in_write, stalled) => {}
             }
         }));
+    }
+}
+
+/// Copies bytes one way, holding them while the proxy is stalled.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut stalled: watch::Receiver<bool>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        if stalled.wait_for(|s| !*s).await.is_err() {
+            return;
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        // Read before the stall began: held too.
+        if stalled.wait_for(|s| !*s).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
     }
 }
