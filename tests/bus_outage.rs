@@ -15,6 +15,9 @@ use support::{read_sse_within, TestApp, TOKEN};
 /// What an append logs when its publish fails after the commit.
 const GIVEN_UP: &str = "publish failed; the outbox relay will retry";
 
+/// What the NATS client logs when its connection is lost.
+const DISCONNECTED: &str = "event: disconnected";
+
 #[tokio::test]
 async fn a_message_sent_while_the_bus_is_away_is_answered_once_it_is_back() {
     let logs = support::logs::capture();
@@ -27,7 +30,7 @@ async fn a_message_sent_while_the_bus_is_away_is_answered_once_it_is_back() {
     assert_eq!(first.last().map(|e| e.event.as_str()), Some("done"));
 
     // Stalled: connections stay open and nothing passes (what is sent is held).
-    let given_up_before = logs.text().matches(GIVEN_UP).count();
+    let given_up_before = logs.count(GIVEN_UP);
     proxy.stall();
     let body = json!({"session_id": "s-bus", "text": "still there?", "request_id": "r-bus"});
     let http = app.http.clone();
@@ -46,44 +49,25 @@ async fn a_message_sent_while_the_bus_is_away_is_answered_once_it_is_back() {
     });
     // Stored while the bus is away (the outbox keeps what could not be published).
     ghost_testkit::testing::eventually(Duration::from_secs(30), "the message stored", || async {
-        let messages = app.messages("s-bus").await;
-        messages["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["text"] == "still there?")
-            .then_some(())
+        let texts = app.message_field("s-bus", "text").await;
+        texts.iter().any(|t| t == "still there?").then_some(())
     })
     .await;
     // Held until the publish is given up on; then the connections die with it in flight,
     // so only the outbox relay can still publish the event.
-    ghost_testkit::testing::eventually(Duration::from_secs(30), "the publish given up", || async {
-        (logs.text().matches(GIVEN_UP).count() > given_up_before).then_some(())
-    })
-    .await;
-    let lost_before = logs.text().matches("event: disconnected").count();
+    logs.wait_for_more(GIVEN_UP, given_up_before).await;
+    let lost_before = logs.count(DISCONNECTED);
     proxy.cut();
-    ghost_testkit::testing::eventually(Duration::from_secs(30), "the bus lost", || async {
-        (logs.text().matches("event: disconnected").count() > lost_before).then_some(())
-    })
-    .await;
+    logs.wait_for_more(DISCONNECTED, lost_before).await;
     proxy.restore();
 
     let events = waiting.await.unwrap();
     let done = events.last().expect("an answer");
     assert_eq!(done.event, "done", "{events:?}");
     assert_eq!(done.data["reply_text"], "ok");
-    let messages = app.messages("s-bus").await;
-    let roles: Vec<&str> = messages["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["role"].as_str())
-        .collect();
     assert_eq!(
-        roles,
-        ["user", "assistant", "user", "assistant"],
-        "{messages}"
+        app.message_field("s-bus", "role").await,
+        ["user", "assistant", "user", "assistant"]
     );
     app.cleanup().await;
 }

@@ -191,7 +191,7 @@ async fn a_rebuild_in_another_process_drops_the_windows_held_in_memory() {
 async fn a_lost_announcement_listener_drops_the_windows_until_it_listens_again() {
     let logs = support::logs::capture();
     let lost = "mood announcements lost";
-    let lost_before = logs.text().matches(lost).count();
+    let lost_before = logs.count(lost);
     // The mood service reaches Postgres through a proxy the test can cut; the test and
     // the rebuild below reach it directly.
     let proxy = TcpProxy::start().await;
@@ -223,10 +223,7 @@ async fn a_lost_announcement_listener_drops_the_windows_until_it_listens_again()
 
     // Cut off, the service cannot hear that another process rebuilds the window.
     proxy.cut();
-    eventually(Duration::from_secs(30), "the loss noticed", || async {
-        (logs.text().matches(lost).count() > lost_before).then_some(())
-    })
-    .await;
+    logs.wait_for_more(lost, lost_before).await;
     app.run_ghost_command(
         &["projections", "rebuild", "partner_mood_state"],
         &[("GHOST_MOOD__CONSTANTS__MAX_EPISODES", "1")],

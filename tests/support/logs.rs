@@ -14,6 +14,19 @@ impl LogCapture {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
     }
+
+    /// How many times `needle` was written so far.
+    pub fn count(&self, needle: &str) -> usize {
+        self.text().matches(needle).count()
+    }
+
+    /// Waits until `needle` was written more than `before` times.
+    pub async fn wait_for_more(&self, needle: &str, before: usize) {
+        ghost_testkit::testing::eventually(std::time::Duration::from_secs(30), needle, || async {
+            (self.count(needle) > before).then_some(())
+        })
+        .await;
+    }
 }
 
 impl Write for LogCapture {

@@ -141,6 +141,17 @@ impl TestApp {
             .expect("messages JSON")
     }
 
+    /// One field (`role`, `text`, ...) of each message of the conversation, in order.
+    pub async fn message_field(&self, session: &str, field: &str) -> Vec<String> {
+        let messages = self.messages(session).await;
+        messages["messages"]
+            .as_array()
+            .expect("messages list")
+            .iter()
+            .filter_map(|m| m[field].as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// `GET /api/sessions/{session}/messages`: the response as is.
     pub async fn messages_response(&self, session: &str) -> reqwest::Response {
         self.http
