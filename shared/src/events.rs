@@ -231,21 +231,61 @@ pub fn ends_turn(event_type: &str) -> bool {
     TURN_ENDING_TYPES.contains(&event_type)
 }
 
-/// The notice a user gets when their turn timed out, in the language of their message
-/// (Japanese when it contains kana or kanji, English otherwise).
-pub fn timed_out_notice(user_text: &str) -> &'static str {
-    let japanese = user_text.chars().any(|c| {
+/// Whether a user's text is Japanese (contains kana or kanji): the notices Ghost writes
+/// without the persona follow it (Japanese, else English).
+fn is_japanese(user_text: &str) -> bool {
+    user_text.chars().any(|c| {
         matches!(c as u32,
             0x3040..=0x30FF     // hiragana, katakana
             | 0x3400..=0x4DBF   // CJK extension A
             | 0x4E00..=0x9FFF   // CJK unified ideographs
             | 0xFF66..=0xFF9F) // half-width katakana
-    });
-    if japanese {
+    })
+}
+
+/// The notice a user gets when their turn timed out, in the language of their message
+/// (Japanese when it contains kana or kanji, English otherwise).
+pub fn timed_out_notice(user_text: &str) -> &'static str {
+    if is_japanese(user_text) {
         "ごめんなさい、時間内に返事を用意できませんでした。もう一度送ってください。"
     } else {
         "Sorry, I could not answer in time. Please send your message again."
     }
+}
+
+/// The notice a user gets when a CODE turn is refused because the day's cloud token cap
+/// (`coder.daily_token_cap`) is used up, in the language of their message.
+pub fn token_cap_notice(user_text: &str) -> &'static str {
+    if is_japanese(user_text) {
+        "ごめんなさい、今日のコード作業の上限に達したので、いまは引き受けられません。上限は毎日 0:00 (UTC、日本時間 9:00) に戻ります。"
+    } else {
+        "Sorry, today's limit for coding work is used up, so I cannot take this on now. It resets at 00:00 UTC."
+    }
+}
+
+/// The cloud coder's model answered one CODE request, using these tokens: what the day's
+/// cap (`coder.daily_token_cap`) counts, summed per UTC day of `recorded_at`. Stored in the
+/// same append as the request's `WorkerCompleted`, its id derived from the
+/// `WorkRequested`, so a redelivered request is counted once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CloudTokensUsed {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message being served.
+    pub user_event_id: Uuid,
+    /// The cloud model called.
+    pub model: String,
+    /// Prompt (input) tokens.
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens.
+    pub completion_tokens: u64,
+    /// Whether the server reported the counts; when it did not, they are estimated from
+    /// the text's size, on the high side (a cap must not be passed for want of a count).
+    pub reported: bool,
+}
+
+impl EventPayload for CloudTokensUsed {
+    const EVENT_TYPE: &'static str = "CloudTokensUsed";
 }
 
 /// The router asks a worker (local model) or the coder (cloud) for one piece of work.
@@ -979,6 +1019,40 @@ impl EventPayload for WritePlanRejected {
     const EVENT_TYPE: &'static str = "WritePlanRejected";
 }
 
+/// A model's answer broke its contract and nothing came of that step (seed 002's rule for
+/// every structured call: a permanent failure, recorded once, never redelivered). Used by
+/// steps without an outcome event of their own (reflection, deliberation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelAnswerRejected {
+    /// The contract (`reflection`, `action_decision`, ...).
+    pub contract: String,
+    /// The event the step handled.
+    pub source_event_id: Uuid,
+    /// Why, for each attempt (at most two: the call is retried once).
+    pub reasons: Vec<String>,
+    /// The last answer, masked and cut (see [`ModelAnswerRejected::excerpt`]).
+    pub raw: String,
+}
+
+impl ModelAnswerRejected {
+    /// Longest excerpt of a rejected answer kept, in characters.
+    pub const MAX_RAW_CHARS: usize = 400;
+
+    /// `raw` masked (secrets, personal data) and cut to [`Self::MAX_RAW_CHARS`].
+    pub fn excerpt(raw: &str) -> String {
+        let masked = crate::masking::mask_secrets(raw);
+        let mut cut: String = masked.chars().take(Self::MAX_RAW_CHARS).collect();
+        if masked.chars().count() > Self::MAX_RAW_CHARS {
+            cut.push('…');
+        }
+        cut
+    }
+}
+
+impl EventPayload for ModelAnswerRejected {
+    const EVENT_TYPE: &'static str = "ModelAnswerRejected";
+}
+
 /// The persona recalled before a reply (seed 001 B-1/B-2): what it looked for, what each
 /// source found, what it selected and how long each step took. On the persona's stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1030,6 +1104,12 @@ mod tests {
         assert!(timed_out_notice("ｶﾀｶﾅ").starts_with("ごめんなさい"));
         assert!(timed_out_notice("/code fix this").starts_with("Sorry"));
         assert!(timed_out_notice("").starts_with("Sorry"));
+    }
+
+    #[test]
+    fn the_token_cap_notice_follows_the_language_of_the_message() {
+        assert!(token_cap_notice("/code この関数を直して").starts_with("ごめんなさい"));
+        assert!(token_cap_notice("/code fix this function").starts_with("Sorry"));
     }
 
     #[test]

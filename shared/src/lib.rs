@@ -20,13 +20,15 @@
 //! - [`media`]: images users send, in Postgres so every service reaches them;
 //! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
 //!   and the interest state (pure code);
-//! - [`llm`]: Ollama and OpenAI-compatible clients; [`template`]: prompt placeholder checks;
+//! - [`llm`]: Ollama and OpenAI-compatible clients, structured output; [`contracts`]: the
+//!   JSON Schema of every model answer Ghost parses; [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS; [`metrics`]: the
 //!   Prometheus metrics every service records, named and described once;
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
 //! - [`web`]: web search (SearXNG JSON) and page fetching, bounded, as text with sources;
+//! - [`spend`]: the cloud coder's token use this UTC day, from the store (its daily cap);
 //! - [`fault`]: crash points for crash-safety tests (the production-side hook).
 //!
 //! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
@@ -35,6 +37,7 @@ pub mod affect;
 pub mod autonomy;
 pub mod bus;
 pub mod config;
+pub mod contracts;
 pub mod envelope;
 pub mod event_log;
 pub mod events;
@@ -53,6 +56,7 @@ pub mod projector;
 pub mod routing;
 pub mod service;
 pub mod shutdown;
+pub mod spend;
 pub mod stage_signal;
 pub mod store;
 pub mod telemetry;

@@ -55,6 +55,13 @@ pub const LLM_CALL_DURATION: &str = "ghost_llm_call_duration_seconds";
 /// Tokens, by role and kind (`prompt`, `completion`): as the server reports them, else one
 /// per streamed chunk for completions.
 pub const LLM_TOKENS: &str = "ghost_llm_tokens_total";
+/// Model calls that asked for a shaped answer, by role, contract and how it was sent
+/// (`structured`: in the backend's own wire; `prompt_only`: the endpoint refuses it).
+pub const LLM_STRUCTURED_CALLS: &str = "ghost_llm_structured_calls_total";
+/// Shaped answers, by role, contract, whether they were valid against the schema
+/// (`schema_valid`: true/false) and what their validator made of them (`verdict`:
+/// `accepted` or the rejection's kind).
+pub const LLM_CONTRACT_ANSWERS: &str = "ghost_llm_contract_answers_total";
 /// Webhook requests acknowledged (2xx), by platform.
 pub const WEBHOOK_ACKS: &str = "ghost_webhook_acks_total";
 /// Webhook requests refused, by platform and reason.
@@ -69,6 +76,14 @@ pub const AUTONOMY_DECISIONS: &str = "ghost_autonomy_decisions_total";
 /// Autonomy deliberations dropped without a decision, by reason (`invalid_decision`,
 /// `model_error`).
 pub const AUTONOMY_DROPPED: &str = "ghost_autonomy_dropped_total";
+
+/// The cloud coder's tokens used this UTC day, by kind (`prompt`, `completion`): the sum
+/// of the store's `CloudTokensUsed` events, as last read by this process.
+pub const CODER_TOKENS_TODAY: &str = "ghost_coder_tokens_today";
+/// The cap on the coder's cloud tokens per UTC day (`coder.daily_token_cap`; 0 = none).
+pub const CODER_DAILY_TOKEN_CAP: &str = "ghost_coder_daily_token_cap";
+/// CODE requests refused because the day's cloud token cap was used up.
+pub const CODER_CAP_REFUSALS: &str = "ghost_coder_cap_refusals_total";
 
 /// Every channel a turn can come from (label values of the turn metrics).
 pub const CHANNELS: [&str; 3] = ["http", "line", "slack"];
@@ -170,6 +185,14 @@ fn describe_all() {
         LLM_TOKENS,
         "Model tokens, by role and kind (prompt, completion)."
     );
+    describe_counter!(
+        LLM_STRUCTURED_CALLS,
+        "Model calls asking for a shaped answer, by role, contract and how (structured, prompt_only)."
+    );
+    describe_counter!(
+        LLM_CONTRACT_ANSWERS,
+        "Shaped model answers, by role, contract, schema validity and verdict (accepted or the reason)."
+    );
     describe_counter!(WEBHOOK_ACKS, "Webhook requests acknowledged, by platform.");
     describe_counter!(
         WEBHOOK_REJECTIONS,
@@ -183,6 +206,18 @@ fn describe_all() {
     describe_counter!(
         AUTONOMY_DROPPED,
         "Autonomy deliberations dropped without a decision, by reason."
+    );
+    describe_gauge!(
+        CODER_TOKENS_TODAY,
+        "Cloud coder tokens used this UTC day (from the event store), by kind."
+    );
+    describe_gauge!(
+        CODER_DAILY_TOKEN_CAP,
+        "Cap on the cloud coder's tokens per UTC day (0 = none)."
+    );
+    describe_counter!(
+        CODER_CAP_REFUSALS,
+        "CODE requests refused because the day's cloud token cap was used up."
     );
 }
 
@@ -320,6 +355,35 @@ pub fn register_webhooks(platform: &'static str) {
     counter!(WEBHOOK_REJECTIONS, "platform" => platform, "reason" => "signature").increment(0);
 }
 
+/// A shaped call of `role` for `contract` was sent (`prompt_only` when its endpoint refuses
+/// structured output).
+pub fn structured_call(role: &str, contract: &'static str, prompt_only: bool) {
+    let how = if prompt_only {
+        "prompt_only"
+    } else {
+        "structured"
+    };
+    counter!(LLM_STRUCTURED_CALLS, "role" => role.to_owned(), "contract" => contract, "how" => how)
+        .increment(1);
+}
+
+/// An answer of `role` to `contract` came back: valid against the schema or not, and
+/// accepted or rejected (with the reason's kind).
+pub fn contract_answer(
+    role: &str,
+    contract: &'static str,
+    schema_valid: bool,
+    verdict: Result<(), &str>,
+) {
+    let verdict = match verdict {
+        Ok(()) => "accepted".to_owned(),
+        Err(kind) => kind.to_owned(),
+    };
+    counter!(LLM_CONTRACT_ANSWERS, "role" => role.to_owned(), "contract" => contract,
+        "schema_valid" => if schema_valid { "true" } else { "false" }, "verdict" => verdict)
+    .increment(1);
+}
+
 /// A webhook request of `platform` was acknowledged.
 pub fn webhook_acked(platform: &'static str) {
     counter!(WEBHOOK_ACKS, "platform" => platform).increment(1);
@@ -370,6 +434,25 @@ pub fn autonomy_decided(decision: &'static str, capability: &str) {
 /// A deliberation was dropped for `reason` (`invalid_decision`, `model_error`).
 pub fn autonomy_dropped(reason: &'static str) {
     counter!(AUTONOMY_DROPPED, "reason" => reason).increment(1);
+}
+
+/// Registers the cloud coder's spend series (when the coder starts): the cap (`None`: no
+/// cap, shown as 0) and the refusals at zero.
+pub fn register_coder_spend(cap: Option<u64>) {
+    install();
+    gauge!(CODER_DAILY_TOKEN_CAP).set(cap.unwrap_or(0) as f64);
+    counter!(CODER_CAP_REFUSALS).increment(0);
+}
+
+/// The day's cloud coder tokens as just read from the store.
+pub fn coder_tokens_today(prompt: u64, completion: u64) {
+    gauge!(CODER_TOKENS_TODAY, "kind" => "prompt").set(prompt as f64);
+    gauge!(CODER_TOKENS_TODAY, "kind" => "completion").set(completion as f64);
+}
+
+/// A CODE request was refused: the day's cap was used up.
+pub fn coder_cap_refused() {
+    counter!(CODER_CAP_REFUSALS).increment(1);
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ fn config(provider: Provider, base_url: &str, timeout_secs: u64) -> LlmRoleConfi
         options: GenerationOptions::default(),
         timeout_secs,
         max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
+        background_concurrency: 1,
     }
 }
 

@@ -18,6 +18,7 @@ fn client(provider: Provider, fake: &FakeLlm) -> Option<LlmClient> {
             options: Default::default(),
             timeout_secs: 10,
             max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
+            background_concurrency: 1,
         },
         None,
     )

@@ -136,6 +136,7 @@ async fn many_concurrent_zero_delay_calls_all_complete() {
             options: Default::default(),
             timeout_secs: 10,
             max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
+            background_concurrency: 1,
         },
         None,
     )

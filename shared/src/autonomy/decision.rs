@@ -13,7 +13,7 @@ pub const WEB_ACCESS: &str = "web_access";
 pub const AGENT_DELEGATE: &str = "agent_delegate";
 
 /// Act or not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Run a capability.
@@ -23,7 +23,7 @@ pub enum DecisionKind {
 }
 
 /// How the console shows what came of an action (seed 001: structure, not text analysis).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryMode {
     /// Nothing shown.
@@ -54,7 +54,7 @@ impl DeliveryMode {
 }
 
 /// The tone of the persona's message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageKind {
     /// A calm report.
@@ -68,7 +68,7 @@ pub enum MessageKind {
 }
 
 /// `console_delivery`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsoleDelivery {
     /// Display policy.
     pub mode: DeliveryMode,
@@ -77,7 +77,7 @@ pub struct ConsoleDelivery {
 }
 
 /// A valid decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActionDecision {
     /// `do_action` or `skip`.
     pub decision: DecisionKind,

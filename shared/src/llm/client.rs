@@ -12,10 +12,12 @@ use reqwest::header::{HeaderValue, AUTHORIZATION};
 use tokio::time::{timeout_at, Instant};
 
 use super::config::{LlmRoleConfig, Provider};
+use super::contract::{Call, Urgency, PRIORITY_HEADER};
 use super::decode::Decoder;
 use super::error::LlmError;
 use super::image::{audit_after_timeout, resolve_image};
 use super::message::{ChatMessage, ContentPart, ImageSource};
+use super::refusal::{self, background_limit};
 use super::wire::{self, ResolvedMessage, ResolvedPart};
 use super::LOG_TARGET;
 
@@ -57,6 +59,7 @@ impl fmt::Debug for LlmClient {
 struct Prepared {
     body: serde_json::Value,
     image_sources: Vec<Arc<dyn ImageSource>>,
+    urgency: Urgency,
 }
 
 impl LlmClient {
@@ -80,6 +83,11 @@ impl LlmClient {
         }
         if cfg.timeout_secs == 0 {
             return Err(LlmError::InvalidRequest("timeout_secs must be > 0".into()));
+        }
+        if cfg.background_concurrency == 0 {
+            return Err(LlmError::InvalidRequest(
+                "background_concurrency must be > 0".into(),
+            ));
         }
         if cfg.max_response_bytes == 0 {
             return Err(LlmError::InvalidRequest(
@@ -129,6 +137,11 @@ impl LlmClient {
         self
     }
 
+    /// The role it serves (the `role` label of its metrics).
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
     /// The role configuration this client was built from.
     pub fn config(&self) -> &LlmRoleConfig {
         &self.cfg
@@ -138,22 +151,30 @@ impl LlmClient {
         Duration::from_secs(self.cfg.timeout_secs)
     }
 
+    /// Streams token deltas of a call someone waits for, with no shape asked for.
+    pub async fn chat_stream(&self, messages: &[ChatMessage]) -> Result<TokenStream, LlmError> {
+        self.stream(messages, Call::interactive()).await
+    }
+
     /// Streams token deltas. The whole call (image loading, connect and every chunk) is
     /// bounded by `timeout_secs`; hitting it yields `LlmError::Timeout` (as the returned error
-    /// or as the stream's last item) and writes the "after timeout" image audit.
-    pub async fn chat_stream(&self, messages: &[ChatMessage]) -> Result<TokenStream, LlmError> {
+    /// or as the stream's last item) and writes the "after timeout" image audit. A
+    /// background call holds one of the endpoint's background permits until it ends.
+    pub async fn stream(
+        &self,
+        messages: &[ChatMessage],
+        call: Call<'_>,
+    ) -> Result<TokenStream, LlmError> {
         let deadline = Instant::now() + self.timeout();
+        let permit = self.permit(call.urgency).await;
         let record = CallRecord::start(&self.role);
-        let prepared = match self.prepare(messages, true).await {
-            Ok(p) => p,
-            Err(e) => return Err(record.failed(e)),
-        };
-        let resp = match self.send(&prepared, deadline).await {
-            Ok(resp) => resp,
+        let (prepared, resp) = match self.send_shaped(messages, true, call, deadline).await {
+            Ok(sent) => sent,
             Err(e) => return Err(record.failed(e)),
         };
         let state = StreamState {
             record,
+            _permit: permit,
             chunks: 0,
             body: Box::pin(resp.bytes_stream()),
             decoder: Decoder::for_provider(self.cfg.provider),
@@ -169,14 +190,44 @@ impl LlmClient {
         Ok(Box::pin(futures::stream::unfold(state, next_token)))
     }
 
-    /// Non-streaming convenience: sends a `stream: false` request and returns the whole reply.
-    /// Bounded by `timeout_secs` like `chat_stream`.
+    /// Non-streaming convenience for a call someone waits for, with no shape asked for.
     pub async fn chat(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        self.complete(messages, Call::interactive()).await
+    }
+
+    /// Sends a `stream: false` request and returns the whole reply. Bounded by
+    /// `timeout_secs` like [`LlmClient::stream`].
+    pub async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        call: Call<'_>,
+    ) -> Result<String, LlmError> {
+        self.complete_counted(messages, call)
+            .await
+            .map(|(text, _)| text)
+    }
+
+    /// Like [`LlmClient::chat`], with the token counts the server reported
+    /// (`(prompt, completion)`; `None` when it reported none): what a spend cap counts.
+    pub async fn chat_counted(
+        &self,
+        messages: &[ChatMessage],
+    ) -> Result<(String, Option<(u64, u64)>), LlmError> {
+        self.complete_counted(messages, Call::interactive()).await
+    }
+
+    /// [`LlmClient::complete`] with the token counts the server reported.
+    pub async fn complete_counted(
+        &self,
+        messages: &[ChatMessage],
+        call: Call<'_>,
+    ) -> Result<(String, Option<(u64, u64)>), LlmError> {
+        let _permit = self.permit(call.urgency).await;
         let record = CallRecord::start(&self.role);
-        match self.chat_once(messages).await {
+        match self.chat_once(messages, call).await {
             Ok((text, usage)) => {
                 record.succeeded(usage, 0);
-                Ok(text)
+                Ok((text, usage))
             }
             Err(e) => Err(record.failed(e)),
         }
@@ -186,10 +237,10 @@ impl LlmClient {
     async fn chat_once(
         &self,
         messages: &[ChatMessage],
+        call: Call<'_>,
     ) -> Result<(String, Option<(u64, u64)>), LlmError> {
         let deadline = Instant::now() + self.timeout();
-        let prepared = self.prepare(messages, false).await?;
-        let resp = self.send(&prepared, deadline).await?;
+        let (prepared, resp) = self.send_shaped(messages, false, call, deadline).await?;
         let read = read_capped(resp, self.cfg.max_response_bytes, self.timeout());
         let bytes = match timeout_at(deadline, read).await {
             Ok(Ok(b)) => b,
@@ -204,6 +255,47 @@ impl LlmClient {
             Provider::Openai => wire::openai_reply(&v),
         }?;
         Ok((text, wire::usage_of(&v)))
+    }
+
+    /// Sends `call` in the endpoint's own wire. An endpoint known to refuse structured
+    /// output gets the prompt-only request; one that refuses it now (a 4xx to the shaped
+    /// request, then a success without the shape) is noted for this role and logged once.
+    async fn send_shaped(
+        &self,
+        messages: &[ChatMessage],
+        stream: bool,
+        call: Call<'_>,
+        deadline: Instant,
+    ) -> Result<(Prepared, reqwest::Response), LlmError> {
+        let refused = call.structured() && refusal::of(&self.role).is_some();
+        if let Some(name) = call.contract_name() {
+            crate::metrics::structured_call(&self.role, name, refused);
+        }
+        let first = if refused { call.plain() } else { call };
+        let prepared = self.prepare(messages, stream, first).await?;
+        match self.send(&prepared, deadline).await {
+            Err(e) if first.structured() && refusal::may_be_refusal(&e) => {
+                let plain = self.prepare(messages, stream, call.plain()).await?;
+                let resp = self.send(&plain, deadline).await?;
+                refusal::note(&self.role, &self.cfg.model, &e);
+                Ok((plain, resp))
+            }
+            sent => sent.map(|resp| (prepared, resp)),
+        }
+    }
+
+    /// A background call waits for one of its endpoint's background permits; a call
+    /// someone waits for never does.
+    async fn permit(&self, urgency: Urgency) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        match urgency {
+            Urgency::Interactive => None,
+            Urgency::Background => {
+                background_limit(&self.chat_url, self.cfg.background_concurrency)
+                    .acquire_owned()
+                    .await
+                    .ok()
+            }
+        }
     }
 
     /// Embeds `texts` (one vector each, in order): Ollama `POST /api/embed`, OpenAI
@@ -322,7 +414,12 @@ impl LlmClient {
     }
 
     /// Resolves images (writing the "before request" audit) and builds the body.
-    async fn prepare(&self, messages: &[ChatMessage], stream: bool) -> Result<Prepared, LlmError> {
+    async fn prepare(
+        &self,
+        messages: &[ChatMessage],
+        stream: bool,
+        call: Call<'_>,
+    ) -> Result<Prepared, LlmError> {
         if messages.is_empty() {
             return Err(LlmError::InvalidRequest("no messages".into()));
         }
@@ -348,7 +445,7 @@ impl LlmClient {
                 parts,
             });
         }
-        let body = match self.cfg.provider {
+        let mut body = match self.cfg.provider {
             Provider::Ollama => {
                 wire::ollama_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
             }
@@ -356,9 +453,11 @@ impl LlmClient {
                 wire::openai_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
             }
         };
+        wire::apply_shape(&mut body, self.cfg.provider, call.contract, call.trailer);
         Ok(Prepared {
             body,
             image_sources,
+            urgency: call.urgency,
         })
     }
 
@@ -376,7 +475,11 @@ impl LlmClient {
             stream = prepared.body.get("stream").and_then(serde_json::Value::as_bool).unwrap_or(false),
             "LLM request"
         );
-        let mut req = self.http.post(&self.chat_url).json(&prepared.body);
+        let mut req = self
+            .http
+            .post(&self.chat_url)
+            .header(PRIORITY_HEADER, prepared.urgency.as_str())
+            .json(&prepared.body);
         if let Some(auth) = &self.auth {
             req = req.header(AUTHORIZATION, auth.clone());
         }
@@ -457,6 +560,8 @@ impl Drop for CallRecord {
 struct StreamState {
     /// This call's metrics, recorded when the stream ends.
     record: CallRecord,
+    /// A background call's permit, given back when the stream is done or dropped.
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
     /// Token deltas yielded so far.
     chunks: u64,
     body: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
@@ -615,6 +720,7 @@ mod tests {
             options: GenerationOptions::default(),
             timeout_secs: 60,
             max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
+            background_concurrency: 1,
         }
     }
 

@@ -60,6 +60,15 @@ pub struct LlmRoleConfig {
     /// memory.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
+    /// Background calls (write plans, reflection, summaries, deliberation) this process
+    /// sends to the role's endpoint at once; more wait, so they cannot crowd out replies.
+    #[serde(default = "default_background_concurrency")]
+    pub background_concurrency: usize,
+}
+
+/// One background call at a time per endpoint and process.
+fn default_background_concurrency() -> usize {
+    1
 }
 
 /// Default whole-call timeout: the conversation loop's 60 s budget (seed 003).

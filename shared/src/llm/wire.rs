@@ -2,7 +2,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::config::GenerationOptions;
+use super::config::{GenerationOptions, Provider};
+use super::contract::Contract;
 use super::error::LlmError;
 use super::image::ResolvedImage;
 use super::message::Role;
@@ -137,6 +138,54 @@ pub(crate) fn openai_body(
     Value::Object(body)
 }
 
+/// Adds what a call asks for beyond text to a built body: the answer's shape in the
+/// provider's own wire (Ollama `format`, OpenAI `response_format` with `json_schema`), the
+/// contract's token budget, and Ghost's lazy trailer (`trailer_format`, OpenAI wire only:
+/// the embedded server constrains the JSON after the trigger; Ollama has no such thing).
+pub(crate) fn apply_shape(
+    body: &mut Value,
+    provider: Provider,
+    contract: Option<&Contract>,
+    trailer: Option<(&str, &Contract)>,
+) {
+    let Some(obj) = body.as_object_mut() else {
+        return;
+    };
+    if let Some(c) = contract {
+        match provider {
+            Provider::Ollama => {
+                obj.insert("format".into(), c.schema.clone());
+                let options = obj.entry("options").or_insert_with(|| json!({}));
+                if let Some(o) = options.as_object_mut() {
+                    budget(o, "num_predict", c.max_tokens);
+                }
+            }
+            Provider::Openai => {
+                obj.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": {
+                        "name": c.name, "schema": c.schema, "strict": true}}),
+                );
+                budget(obj, "max_tokens", c.max_tokens);
+            }
+        }
+    }
+    if let (Some((trigger, c)), Provider::Openai) = (trailer, provider) {
+        obj.insert(
+            "trailer_format".into(),
+            json!({"trigger": trigger, "schema": c.schema}),
+        );
+    }
+}
+
+/// Sets a token cap unless the role's options set a smaller one.
+fn budget(obj: &mut Map<String, Value>, key: &str, max: u32) {
+    let set = obj.get(key).and_then(Value::as_u64);
+    if set.is_none_or(|n| n > u64::from(max)) {
+        obj.insert(key.into(), max.into());
+    }
+}
+
 /// Text of an in-band `error` field (string or object), if present.
 pub(crate) fn provider_error(v: &Value) -> Option<LlmError> {
     let err = v.get("error")?;
@@ -204,10 +253,10 @@ pub(crate) fn openai_reply(v: &Value) -> Result<String, LlmError> {
 }
 
 /// Model names of a model list: Ollama `models[].name` (or `.model`), OpenAI `data[].id`.
-pub(crate) fn model_names(provider: super::config::Provider, v: &Value) -> Vec<String> {
+pub(crate) fn model_names(provider: Provider, v: &Value) -> Vec<String> {
     let (list, keys): (&str, &[&str]) = match provider {
-        super::config::Provider::Ollama => ("models", &["name", "model"]),
-        super::config::Provider::Openai => ("data", &["id"]),
+        Provider::Ollama => ("models", &["name", "model"]),
+        Provider::Openai => ("data", &["id"]),
     };
     v.get(list)
         .and_then(Value::as_array)
@@ -223,10 +272,7 @@ pub(crate) fn model_names(provider: super::config::Provider, v: &Value) -> Vec<S
 
 /// Vectors of an embedding reply: Ollama `embeddings[]`, OpenAI `data[].embedding` (put in
 /// `index` order). Anything else, or a non-number component, is malformed.
-pub(crate) fn embeddings(
-    provider: super::config::Provider,
-    v: &Value,
-) -> Result<Vec<Vec<f32>>, LlmError> {
+pub(crate) fn embeddings(provider: Provider, v: &Value) -> Result<Vec<Vec<f32>>, LlmError> {
     let malformed = |what: &str| LlmError::MalformedStream(format!("embedding reply: {what}"));
     let vector = |e: &Value| -> Result<Vec<f32>, LlmError> {
         e.as_array()
@@ -240,14 +286,14 @@ pub(crate) fn embeddings(
             .collect()
     };
     match provider {
-        super::config::Provider::Ollama => v
+        Provider::Ollama => v
             .get("embeddings")
             .and_then(Value::as_array)
             .ok_or_else(|| malformed("no embeddings array"))?
             .iter()
             .map(vector)
             .collect(),
-        super::config::Provider::Openai => {
+        Provider::Openai => {
             let mut items: Vec<(u64, Vec<f32>)> = v
                 .get("data")
                 .and_then(Value::as_array)
@@ -332,8 +378,40 @@ mod tests {
     }
 
     #[test]
+    fn a_contract_goes_in_each_providers_own_wire() {
+        let c = Contract {
+            name: "route",
+            schema: json!({"type": "object"}),
+            max_tokens: 16,
+        };
+        let mut o = ollama_body("m", &msgs(), &opts(), false);
+        apply_shape(&mut o, Provider::Ollama, Some(&c), Some(("<<<", &c)));
+        assert_eq!(o["format"], json!({"type": "object"}));
+        assert_eq!(o["options"]["num_predict"], 16);
+        assert!(
+            o.get("trailer_format").is_none(),
+            "Ollama has no lazy trailer"
+        );
+        let mut a = openai_body("m", &msgs(), &GenerationOptions::default(), false);
+        apply_shape(&mut a, Provider::Openai, Some(&c), None);
+        assert_eq!(
+            a["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "route",
+                   "schema": {"type": "object"}, "strict": true}})
+        );
+        assert_eq!(a["max_tokens"], 16);
+        let mut t = openai_body("m", &msgs(), &opts(), true);
+        apply_shape(&mut t, Provider::Openai, None, Some(("<<<", &c)));
+        assert_eq!(
+            t["trailer_format"],
+            json!({"trigger": "<<<", "schema": {"type": "object"}})
+        );
+        assert!(t.get("response_format").is_none());
+        assert_eq!(t["max_tokens"], 42, "a reply keeps the role's budget");
+    }
+
+    #[test]
     fn model_lists_of_both_formats() {
-        use super::super::config::Provider;
         let ollama =
             json!({"models": [{"name": "qwen2.5:7b-instruct"}, {"model": "llama3:latest"}, {}]});
         assert_eq!(

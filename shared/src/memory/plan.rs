@@ -1,10 +1,11 @@
 //! The WritePlan as the model writes it (JSON only). Enumerated fields stay text here so
 //! [`super::validate`] can name a value that is not listed; unknown keys are refused.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A write plan: how one utterance changes the persona's memory.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WritePlan {
     /// About-time, life stage and entities of the utterance.
@@ -28,7 +29,7 @@ pub struct WritePlan {
 }
 
 /// `event_annotations`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventAnnotations {
     /// Start of the time talked about (Unix seconds).
@@ -39,15 +40,18 @@ pub struct EventAnnotations {
     pub about_end_ts: Option<i64>,
     /// First year talked about.
     #[serde(default)]
+    #[schemars(range(min = 1900, max = 2099))]
     pub about_year_start: Option<i32>,
     /// Last year talked about.
     #[serde(default)]
+    #[schemars(range(min = 1900, max = 2099))]
     pub about_year_end: Option<i32>,
     /// `elementary|middle|high|university|work|unknown`.
     #[serde(default = "unknown_stage")]
     pub life_stage: String,
     /// How sure the time is, 0..=1.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub about_time_confidence: f64,
     /// People, places and things named.
     #[serde(default)]
@@ -59,7 +63,7 @@ fn unknown_stage() -> String {
 }
 
 /// One named entity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Entity {
     /// `PERSON`, `PLACE`, ... (free text, not empty).
@@ -69,11 +73,12 @@ pub struct Entity {
     pub name: String,
     /// How sure, 0..=1.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
 }
 
 /// One entry of `state_updates`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StateUpdate {
     /// `fact|relation|task|summary|long_mood_state`.
@@ -90,9 +95,11 @@ pub struct StateUpdate {
     #[serde(default)]
     pub payload: Option<serde_json::Value>,
     /// How sure, 0..=1.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
     /// How much it matters, 0..=1.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub salience: Option<f64>,
     /// Valid from (Unix seconds).
     #[serde(default)]
@@ -111,7 +118,7 @@ pub struct StateUpdate {
 }
 
 /// One entry of `preference_updates`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreferenceUpdate {
     /// `upsert_candidate|confirm|revoke`.
@@ -126,6 +133,7 @@ pub struct PreferenceUpdate {
     #[serde(default)]
     pub note: String,
     /// How sure, 0..=1.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
     /// The events it rests on; must include the current one.
     pub evidence_event_ids: Vec<String>,
@@ -135,7 +143,7 @@ pub struct PreferenceUpdate {
 }
 
 /// `event_affect`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventAffect {
     /// The feeling in words.
@@ -146,6 +154,7 @@ pub struct EventAffect {
     /// Valence, arousal, dominance, each -1..=1.
     pub moment_affect_score_vad: Vad,
     /// How sure, 0..=1.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub moment_affect_confidence: f64,
     /// An inner thought, if any.
     #[serde(default)]
@@ -153,19 +162,22 @@ pub struct EventAffect {
 }
 
 /// Valence, arousal, dominance.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vad {
     /// Valence, -1..=1.
+    #[schemars(range(min = -1.0, max = 1.0))]
     pub v: f64,
     /// Arousal, -1..=1.
+    #[schemars(range(min = -1.0, max = 1.0))]
     pub a: f64,
     /// Dominance, -1..=1.
+    #[schemars(range(min = -1.0, max = 1.0))]
     pub d: f64,
 }
 
 /// `context_updates`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextUpdates {
     /// Threads the utterance belongs to.
@@ -177,18 +189,19 @@ pub struct ContextUpdates {
 }
 
 /// One thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadUpdate {
     /// The thread's key.
     pub thread_key: String,
     /// How sure, 0..=1.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
 }
 
 /// One link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkUpdate {
     /// The earlier event.
@@ -197,11 +210,12 @@ pub struct LinkUpdate {
     pub label: String,
     /// How sure, 0..=1.
     #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
 }
 
 /// `interest_update`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InterestUpdate {
     /// Targets named now.
@@ -213,7 +227,7 @@ pub struct InterestUpdate {
 }
 
 /// One target named by the plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetUpdate {
     /// `topic|goal|person`.
@@ -222,6 +236,7 @@ pub struct TargetUpdate {
     /// What exactly.
     pub value: String,
     /// How strongly, 0..=1.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub weight: f64,
 }
 

@@ -13,6 +13,8 @@ pub struct RecordedRequest {
     pub stream: bool,
     /// Raw `Authorization` header.
     pub authorization: Option<String>,
+    /// `X-Ghost-Priority`: whether a user waits for the call (`interactive`, `background`).
+    pub priority: Option<String>,
     /// The JSON body (`null` for GET requests or unparsable bodies).
     pub body: Value,
 }
@@ -80,6 +82,7 @@ mod tests {
             model: Some("m".into()),
             stream: true,
             authorization: None,
+            priority: None,
             body: json!({"messages": [
                 {"role": "system", "content": "s1"},
                 {"role": "user", "content": "first"},

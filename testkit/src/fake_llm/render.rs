@@ -100,17 +100,26 @@ pub(crate) fn stream_frames(format: Format, model: &str, script: &Script) -> Vec
 /// The body of a non-streaming answer (garbage or truncated JSON for mid-stream failures).
 pub(crate) fn full_body(format: Format, model: &str, script: &Script) -> Bytes {
     let text = script.text();
+    let (prompt, completion) = script.usage.unwrap_or((0, 0));
     let body = match format {
-        Format::Ollama => json!({
-            "model": model, "created_at": CREATED_AT,
-            "message": {"role": "assistant", "content": text},
-            "done": true, "done_reason": "stop", "total_duration": 0, "eval_count": 0
-        }),
+        Format::Ollama => {
+            let mut body = json!({
+                "model": model, "created_at": CREATED_AT,
+                "message": {"role": "assistant", "content": text},
+                "done": true, "done_reason": "stop", "total_duration": 0,
+                "eval_count": completion
+            });
+            if script.usage.is_some() {
+                body["prompt_eval_count"] = json!(prompt);
+            }
+            body
+        }
         Format::Openai => json!({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion}
         }),
     }
     .to_string();

@@ -26,6 +26,9 @@ pub struct Script {
     pub chunk_delay: Duration,
     /// How the answer fails, if it does.
     pub failure: Option<Failure>,
+    /// The token counts a non-streamed answer reports (`prompt`, `completion`); 0 and 0
+    /// when unset.
+    pub usage: Option<(u64, u64)>,
 }
 
 impl Default for Script {
@@ -58,6 +61,12 @@ impl Script {
         self
     }
 
+    /// Sets the token counts a non-streamed answer reports.
+    pub fn with_usage(mut self, prompt: u64, completion: u64) -> Script {
+        self.usage = Some((prompt, completion));
+        self
+    }
+
     /// Keeps the chunks but makes the answer fail with `f` (e.g. chunks then garbage).
     pub fn with_failure(mut self, f: Failure) -> Script {
         self.failure = Some(f);
@@ -87,6 +96,7 @@ impl Script {
             first_delay: Duration::ZERO,
             chunk_delay: Duration::ZERO,
             failure: None,
+            usage: None,
         }
     }
 }
@@ -164,6 +174,7 @@ mod tests {
         assert_eq!(s.first_delay, Duration::from_millis(5));
         assert_eq!(s.chunk_delay, Duration::from_millis(7));
         assert_eq!(s.failure, Some(Failure::CloseMidStream));
+        assert_eq!(Script::reply("x").with_usage(3, 4).usage, Some((3, 4)));
         assert_eq!(Script::failing(Failure::MalformedMidStream).chunks.len(), 2);
         assert!(Script::failing(Failure::Hang).chunks.is_empty());
         assert_eq!(Script::default().text(), "ok");

@@ -263,6 +263,10 @@ fn record(
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
+        priority: headers
+            .get("x-ghost-priority")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
         body,
     };
     s.lock().requests.push(req.clone());

@@ -1,0 +1,67 @@
+//! The classifier's and Kuro's delegation answer: `{"route", "confidence", "reason",
+//! "evidence", "corrects_previous"}` (validated by the router's `parse_classifier_output`).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::llm::Contract;
+use crate::routing::Route;
+
+/// A structured route decision as the model writes it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct RouteDecisionShape {
+    /// The route.
+    pub route: Route,
+    /// Confidence, 0..=1.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f64,
+    /// A short reason.
+    #[schemars(length(max = 100))]
+    pub reason: String,
+    /// At most two fragments of the message.
+    #[schemars(length(max = 2))]
+    pub evidence: Vec<String>,
+    /// Whether the message rejects how the previous one was handled.
+    pub corrects_previous: bool,
+}
+
+/// Tokens a route decision may take.
+pub const MAX_TOKENS: u32 = 96;
+
+fn shaped(name: &'static str) -> Contract {
+    Contract::of::<RouteDecisionShape>(name, MAX_TOKENS).max_length(&["evidence", "[]"], 60)
+}
+
+/// The classifier's contract (on the worker model).
+pub fn classifier() -> Contract {
+    shaped("classifier")
+}
+
+/// Kuro's delegation decision (on the persona's model).
+pub fn delegation() -> Contract {
+    shaped("kuro_delegation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_the_six_uppercase_names() {
+        let c = classifier();
+        let routes = c.at(&["route"]).unwrap()["enum"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let names: Vec<&str> = routes.iter().filter_map(|r| r.as_str()).collect();
+        assert_eq!(names.len(), 6);
+        for r in Route::ALL {
+            assert!(names.contains(&r.as_str()), "{r}");
+        }
+        assert_eq!(c.at(&["evidence"]).unwrap()["maxItems"], 2);
+        assert!(c.admits(
+            r#"{"route":"PLAN","confidence":0.8,"reason":"steps","evidence":["next week"],"corrects_previous":false}"#
+        ));
+        assert!(!c.admits(r#"{"route":"plan","confidence":0.8}"#));
+    }
+}

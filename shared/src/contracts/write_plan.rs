@@ -1,0 +1,155 @@
+//! The write plan (validated by [`crate::memory::validate`]): the schema is derived from
+//! [`WritePlan`] itself, its enumerated texts narrowed to the memory vocabulary and its ids
+//! to those of the plan's input.
+
+use serde_json::{json, Value};
+
+use crate::llm::Contract;
+use crate::memory::plan::WritePlan;
+use crate::memory::vocab::{
+    InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateKind,
+    StateOp, TargetType,
+};
+
+/// Tokens a plan may take (two states, two preferences and the rest, compactly written).
+pub const MAX_TOKENS: u32 = 900;
+
+/// What a plan may cite: the utterance planned for, the other events in its input, and
+/// the states it may change.
+#[derive(Debug, Clone, Default)]
+pub struct PlanIds {
+    /// The utterance (every update's evidence starts with it).
+    pub current: String,
+    /// Other events of the input (the user message, recent events).
+    pub events: Vec<String>,
+    /// States the memory holds now.
+    pub states: Vec<String>,
+}
+
+/// The plan's contract for one utterance.
+pub fn contract(ids: &PlanIds) -> Contract {
+    Contract::of::<WritePlan>("write_plan", MAX_TOKENS)
+        // Rarely needed, free-form or bookkeeping: left to richer inputs than a model's.
+        .without(&["state_updates", "[]"], "payload")
+        .without(&["state_updates", "[]"], "last_confirmed_at")
+        .allow(&["event_annotations", "life_stage"], LifeStage::NAMES)
+        .max_items(&["event_annotations", "entities"], 3)
+        .max_length(&["event_annotations", "entities", "[]", "type"], 16)
+        .max_length(&["event_annotations", "entities", "[]", "name"], 60)
+        .max_items(&["state_updates"], 2)
+        .allow(&["state_updates", "[]", "kind"], StateKind::NAMES)
+        .allow(&["state_updates", "[]", "op"], StateOp::NAMES)
+        .allow(&["state_updates", "[]", "state_id"], &ids.states)
+        .max_length(&["state_updates", "[]", "body_text"], 200)
+        .max_length(&["state_updates", "[]", "reason"], 120)
+        .replace(
+            &["state_updates", "[]", "evidence_event_ids"],
+            evidence(ids),
+        )
+        .max_items(&["preference_updates"], 2)
+        .allow(&["preference_updates", "[]", "op"], PreferenceOp::NAMES)
+        .allow(
+            &["preference_updates", "[]", "domain"],
+            PreferenceDomain::NAMES,
+        )
+        .allow(&["preference_updates", "[]", "polarity"], Polarity::NAMES)
+        .max_length(&["preference_updates", "[]", "subject"], 60)
+        .max_length(&["preference_updates", "[]", "note"], 120)
+        .max_length(&["preference_updates", "[]", "reason"], 120)
+        .replace(
+            &["preference_updates", "[]", "evidence_event_ids"],
+            evidence(ids),
+        )
+        .max_length(&["event_affect", "moment_affect_text"], 120)
+        .max_items(&["event_affect", "moment_affect_labels"], 3)
+        .max_length(&["event_affect", "moment_affect_labels", "[]"], 20)
+        .max_length(&["event_affect", "inner_thought_text"], 120)
+        .max_items(&["context_updates", "threads"], 2)
+        .max_length(&["context_updates", "threads", "[]", "thread_key"], 40)
+        .max_items(&["context_updates", "links"], 2)
+        .allow(
+            &["context_updates", "links", "[]", "to_event_id"],
+            &ids.events,
+        )
+        .allow(
+            &["context_updates", "links", "[]", "label"],
+            LinkLabel::NAMES,
+        )
+        .max_items(&["interest_update", "attention_targets"], 3)
+        .allow(
+            &["interest_update", "attention_targets", "[]", "type"],
+            TargetType::NAMES,
+        )
+        .max_length(&["interest_update", "attention_targets", "[]", "value"], 60)
+        .allow(
+            &["interest_update", "interaction_mode"],
+            InteractionMode::NAMES,
+        )
+}
+
+/// Evidence: the utterance first, then at most one other event of the input. (A grammar
+/// cannot say "contains"; a tuple can say "starts with".)
+fn evidence(ids: &PlanIds) -> Value {
+    let alone = json!({"type": "array", "prefixItems": [{"const": ids.current}],
+                       "minItems": 1, "maxItems": 1});
+    if ids.events.is_empty() {
+        return alone;
+    }
+    let with_other = json!({"type": "array",
+        "prefixItems": [{"const": ids.current}, {"enum": ids.events}],
+        "minItems": 2, "maxItems": 2});
+    json!({"anyOf": [alone, with_other]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> PlanIds {
+        PlanIds {
+            current: "11111111-1111-1111-1111-111111111111".into(),
+            events: vec!["22222222-2222-2222-2222-222222222222".into()],
+            states: vec!["33333333-3333-3333-3333-333333333333".into()],
+        }
+    }
+
+    fn plan(evidence: &str, state_id: &str, kind: &str) -> String {
+        format!(
+            r#"{{"event_annotations":null,"state_updates":[{{"kind":"{kind}","op":"upsert",
+            "state_id":{state_id},"body_text":"likes tea","confidence":0.8,"salience":0.5,
+            "valid_from_ts":null,"valid_to_ts":null,"evidence_event_ids":{evidence},"reason":"said so"}}],
+            "preference_updates":[],"event_affect":null,"context_updates":{{"threads":[],"links":[]}},
+            "interest_update":null}}"#
+        )
+    }
+
+    #[test]
+    fn evidence_starts_with_the_utterance_and_ids_come_from_the_input() {
+        let c = contract(&ids());
+        let cur = r#"["11111111-1111-1111-1111-111111111111"]"#;
+        assert!(c.admits(&plan(cur, "null", "fact")), "{}", c.schema);
+        let both =
+            r#"["11111111-1111-1111-1111-111111111111","22222222-2222-2222-2222-222222222222"]"#;
+        assert!(c.admits(&plan(both, "null", "fact")));
+        let other_only = r#"["22222222-2222-2222-2222-222222222222"]"#;
+        assert!(!c.admits(&plan(other_only, "null", "fact")));
+        let state = r#""33333333-3333-3333-3333-333333333333""#;
+        assert!(c.admits(&plan(cur, state, "fact")));
+        assert!(!c.admits(&plan(
+            cur,
+            r#""44444444-4444-4444-4444-444444444444""#,
+            "fact"
+        )));
+        assert!(!c.admits(&plan(cur, "null", "opinion")));
+    }
+
+    #[test]
+    fn what_the_schema_admits_the_plan_type_decodes() {
+        let text = plan(
+            r#"["11111111-1111-1111-1111-111111111111"]"#,
+            "null",
+            "fact",
+        );
+        assert!(WritePlan::parse(&text).is_ok());
+    }
+}
