@@ -17,7 +17,7 @@ use ghost_shared::autonomy::persona::{vad_of, PersonaFields};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
@@ -117,7 +117,11 @@ impl MessageRenderer {
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(input.to_string()),
         ];
-        let text = self.llm.chat(&messages).await.map_err(|e| e.to_string())?;
+        let text = self
+            .llm
+            .complete(&messages, Call::interactive())
+            .await
+            .map_err(|e| e.to_string())?;
         let text = text.trim();
         if text.is_empty() {
             return Err("the model wrote an empty message".into());

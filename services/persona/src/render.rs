@@ -11,12 +11,13 @@ use ghost_shared::affect::{parse_affect, Affect, MoodState, TrailerStreamFilter}
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
+use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
     UserMessageReceived, RECALL_STEP,
 };
-use ghost_shared::llm::{ChatMessage, ImagePart, LlmClient, LlmError};
+use ghost_shared::llm::{Call, ChatMessage, ImagePart, LlmClient, LlmError};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -448,7 +449,9 @@ impl Renderer {
                 request.user_text
             )),
         ];
-        let (raw, call_failed) = match self.llm.chat(&messages).await {
+        let contract = contracts::proposal::contract();
+        let call = Call::interactive().shaped(&contract);
+        let (raw, call_failed) = match self.llm.complete(&messages, call).await {
             Ok(raw) => {
                 let cut: String = raw.chars().take(MAX_PROPOSAL_CHARS).collect();
                 (mask_secrets(&cut).into_owned(), None)
@@ -491,8 +494,13 @@ impl Renderer {
         prefix: Option<String>,
     ) -> Result<Generated, LlmError> {
         let attempt = Uuid::new_v4();
-        let stream = self.llm.chat_stream(messages).await?;
-        let mut filter = TrailerStreamFilter::new(&self.ctx.config.ghost.persona.affect_marker);
+        let marker = &self.ctx.config.ghost.persona.affect_marker;
+        // The reply is free text; from the marker on, a backend that can (the embedded
+        // server) holds the affect JSON to its schema.
+        let contract = contracts::affect::trailer();
+        let call = Call::interactive().with_trailer(marker, &contract);
+        let stream = self.llm.stream(messages, call).await?;
+        let mut filter = TrailerStreamFilter::new(marker);
         let mut seq = 0;
         // The route declaration, when there is one, is the reply's first line.
         self.emit(turn, attempt, &mut seq, prefix.unwrap_or_default())

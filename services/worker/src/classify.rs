@@ -5,9 +5,10 @@
 //! the call as failed instead of calling again.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{ClassifierCallStarted, ClassifierReplied, ClassifyRequested};
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -96,10 +97,18 @@ impl EventHandler for Classifier {
             return Ok(());
         }
         let kuro = request.mode == DecisionOrigin::Kuro;
-        let (llm, system) = if kuro {
-            (&self.persona_llm, &self.kuro_prompt)
+        let (llm, system, contract) = if kuro {
+            (
+                &self.persona_llm,
+                &self.kuro_prompt,
+                contracts::route_decision::delegation(),
+            )
         } else {
-            (&self.worker_llm, &self.classifier_prompt)
+            (
+                &self.worker_llm,
+                &self.classifier_prompt,
+                contracts::route_decision::classifier(),
+            )
         };
         let mut user = String::new();
         if !request.context.trim().is_empty() {
@@ -110,8 +119,10 @@ impl EventHandler for Classifier {
         user.push_str(&request.text);
         user.push_str("\nMESSAGE>>>");
         info!(mode = %request.mode, "structured route decision requested from the model");
+        // The user waits for this decision: it goes before background work on the model.
+        let messages = [ChatMessage::system(system.clone()), ChatMessage::user(user)];
         let e = match llm
-            .chat(&[ChatMessage::system(system.clone()), ChatMessage::user(user)])
+            .complete(&messages, Call::interactive().shaped(&contract))
             .await
         {
             Ok(raw) => reply(Some(raw), None)?,

@@ -1,13 +1,15 @@
 //! `reflect_episode`: a reply that came without a usable affect trailer gets its affect
 //! later, from the worker's model (seed 004). Once per reply, whatever is redelivered.
 
+use ghost_shared::affect::ParsedAffect;
 use ghost_shared::affect::{parse_affect, Affect};
 use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AffectReflected, AssistantReplied, UserMessageReceived,
+    persona_stream, AffectReflected, AssistantReplied, ModelAnswerRejected, UserMessageReceived,
 };
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -60,15 +62,54 @@ impl EventHandler for Reflector {
                 reply.speaker, reply.text
             )),
         ];
-        let answer = self
-            .llm
-            .chat(&messages)
-            .await
-            .map_err(HandlerError::transient)?;
-        let parsed = parse_affect(&answer);
-        let Some(affect) = Affect::from_parsed(&parsed) else {
-            warn!(rejected = ?parsed.rejected, error = ?parsed.error, "reflection unusable; will retry");
-            return Err(HandlerError::transient("reflection gave no usable affect"));
+        // A broken answer is retried once, then recorded as a permanent failure of this
+        // step: never a reason to redeliver the reply (five more calls each) until it is
+        // dead-lettered.
+        let contract = contracts::affect::reflection();
+        let mut reasons = Vec::new();
+        let mut last = String::new();
+        let mut affect = None;
+        for _ in 0..2 {
+            let answer = self
+                .llm
+                .complete(&messages, Call::background().shaped(&contract))
+                .await
+                .map_err(HandlerError::transient)?;
+            let parsed = parse_affect(&answer);
+            match Affect::from_parsed(&parsed) {
+                Some(a) => {
+                    contract.record(self.llm.role(), &answer, Ok(()));
+                    affect = Some(a);
+                    break;
+                }
+                None => {
+                    contract.record(self.llm.role(), &answer, Err("unusable"));
+                    warn!(rejected = ?parsed.rejected, error = ?parsed.error, "reflection unusable");
+                    reasons.push(unusable_reason(&parsed));
+                    last = answer;
+                }
+            }
+        }
+        let Some(affect) = affect else {
+            let rejected = ModelAnswerRejected {
+                contract: contract.name.to_owned(),
+                source_event_id: event.event_id,
+                reasons,
+                raw: ModelAnswerRejected::excerpt(&last),
+            };
+            let new = NewEvent::caused_by(&event, STEP, &rejected, self.ctx.service)
+                .map_err(HandlerError::permanent)?;
+            self.ctx
+                .log
+                .append(
+                    &persona_stream(&reply.speaker),
+                    ExpectedVersion::Any,
+                    &[new],
+                )
+                .await
+                .map_err(HandlerError::transient)?;
+            warn!(episode = %event.event_id, "reflection failed twice; recorded, not retried");
+            return Ok(());
         };
         let reflected = AffectReflected {
             persona: reply.speaker.clone(),
@@ -89,6 +130,21 @@ impl EventHandler for Reflector {
             .map_err(HandlerError::transient)?;
         info!(episode = %event.event_id, "episode reflected");
         Ok(())
+    }
+}
+
+/// Why a reflection gave no affect, in one line.
+fn unusable_reason(parsed: &ParsedAffect) -> String {
+    match &parsed.error {
+        Some(e) => e.to_string(),
+        None => {
+            let fields: Vec<String> = parsed
+                .rejected
+                .iter()
+                .map(|r| format!("{}: {}", r.field, r.reason))
+                .collect();
+            format!("no usable affect ({})", fields.join(", "))
+        }
     }
 }
 

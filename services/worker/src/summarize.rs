@@ -4,7 +4,7 @@
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{memory_stream, SessionSummarized, SummarizeRequested};
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -56,14 +56,12 @@ impl EventHandler for Summarizer {
         for t in &turns {
             text.push_str(&format!("{}: {}\n", t.role, t.text));
         }
-        let summary = match self
-            .llm
-            .chat(&[
-                ChatMessage::system(self.system.clone()),
-                ChatMessage::user(text),
-            ])
-            .await
-        {
+        let messages = [
+            ChatMessage::system(self.system.clone()),
+            ChatMessage::user(text),
+        ];
+        // Nobody waits for a summary: it yields to replies on the model.
+        let summary = match self.llm.complete(&messages, Call::background()).await {
             Ok(s) => s.trim().to_owned(),
             Err(e) => {
                 // Memory is best effort: the next threshold asks again.

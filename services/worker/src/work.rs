@@ -1,10 +1,11 @@
 //! `WorkRequested` on the local model, once per request. CODE is never done here.
 
 use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -81,7 +82,9 @@ impl EventHandler for Worker {
             ChatMessage::user(task),
         ];
         info!(route = %work.route, loop_index = work.loop_index, "worker run");
-        let outcome = match self.llm.chat(&messages).await {
+        let contract = contracts::worker_output::contract(&sources);
+        let call = Call::interactive().shaped(&contract);
+        let outcome = match self.llm.complete(&messages, call).await {
             Ok(result) => {
                 let done = WorkerCompleted {
                     session_id: work.session_id.clone(),

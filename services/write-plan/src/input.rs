@@ -1,6 +1,7 @@
 //! The write plan's input: the turn, the conversation's recent events, the persona's
 //! current memory and the persona itself (its text goes into the system prompt).
 
+use ghost_shared::contracts::write_plan::PlanIds;
 use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -113,4 +114,35 @@ pub fn plan_input(current: Uuid, turn: &TurnInput, recent: &[RecentEvent], memor
         "recent_events": recent,
         "memory": memory,
     })
+}
+
+/// What the plan for `current` may cite: its input's events and the states it shows.
+pub fn plan_ids(
+    current: Uuid,
+    turn: &TurnInput,
+    recent: &[RecentEvent],
+    memory: &Memory,
+    limit: usize,
+) -> PlanIds {
+    let mut events: Vec<String> = turn
+        .user_event_id
+        .iter()
+        .chain(recent.iter().map(|r| &r.event_id))
+        .filter(|id| **id != current)
+        .map(Uuid::to_string)
+        .collect();
+    events.dedup();
+    let states = memory
+        .states
+        .iter()
+        .rev()
+        .filter(|s| s.status == StateStatus::Active)
+        .take(limit)
+        .map(|s| s.state_id.to_string())
+        .collect();
+    PlanIds {
+        current: current.to_string(),
+        events,
+        states,
+    }
 }

@@ -11,11 +11,12 @@ use tracing::{info, warn};
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
+use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AssistantReplied, UserMessageReceived, WritePlanRejected,
 };
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
 use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan};
 use ghost_shared::projections::MemoryProjection;
@@ -24,7 +25,7 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::template::unknown_placeholder;
 
-use crate::input::{memory_input, plan_input, recent_events, TurnInput, UtteranceKind};
+use crate::input::{memory_input, plan_ids, plan_input, recent_events, TurnInput, UtteranceKind};
 
 /// The event types this handler consumes.
 pub const CONSUMES: [&str; 2] = [
@@ -179,10 +180,19 @@ impl EventHandler for Planner {
             )
             .await
             .map_err(HandlerError::transient)?;
+        let turn = self.turn(&reply).await?;
+        let recent = recent_events(&tail, event.version, settings.plan_recent_events);
+        let contract = contracts::write_plan::contract(&plan_ids(
+            event.event_id,
+            &turn,
+            &recent,
+            &memory,
+            settings.plan_memory_items,
+        ));
         let input = plan_input(
             event.event_id,
-            &self.turn(&reply).await?,
-            &recent_events(&tail, event.version, settings.plan_recent_events),
+            &turn,
+            &recent,
             memory_input(
                 &memory,
                 now,
@@ -194,9 +204,10 @@ impl EventHandler for Planner {
             ChatMessage::system(character.fill_persona(&self.template)),
             ChatMessage::user(input.to_string()),
         ];
+        // Nobody waits for a plan: it yields to replies on the model.
         let answer = self
             .llm
-            .chat(&messages)
+            .complete(&messages, Call::background().shaped(&contract))
             .await
             .map_err(HandlerError::transient)?;
 
@@ -205,8 +216,15 @@ impl EventHandler for Planner {
         let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
             .await
             .map_err(HandlerError::transient)?;
-        let checked =
-            WritePlan::parse(&answer).and_then(|plan| validate(&plan, &memory, event.event_id));
+        let parsed = WritePlan::parse(&answer);
+        let unparsable = parsed.is_err();
+        let checked = parsed.and_then(|plan| validate(&plan, &memory, event.event_id));
+        let verdict = match (&checked, unparsable) {
+            (Ok(_), _) => Ok(()),
+            (Err(_), true) => Err("unparsable"),
+            (Err(_), false) => Err("rule"),
+        };
+        contract.record(self.llm.role(), &answer, verdict);
         let stream = persona_stream(&reply.speaker);
         let new_events = match checked {
             Ok(checked) => {

@@ -19,8 +19,9 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use ghost_shared::config::CharacterConfig;
+use ghost_shared::contracts;
 use ghost_shared::events::{RecallPerformed, RenderRequested};
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::retrieval::{focus_hint, retrieval_plan};
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
@@ -190,7 +191,12 @@ impl Recaller {
             ChatMessage::user(input.to_string()),
         ];
         let timeout = Duration::from_millis(settings.recall_selection_timeout_ms);
-        let answer = match tokio::time::timeout(timeout, self.llm.chat(&messages)).await {
+        // The user waits for this: it goes before background work on the model, and its
+        // answer can only name the candidates offered.
+        let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+        let contract = contracts::selection::contract(&ids, settings.recall_max_selected);
+        let call = Call::interactive().shaped(&contract);
+        let answer = match tokio::time::timeout(timeout, self.llm.complete(&messages, call)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => return Err(format!("selection model call failed: {e}")),
             Err(_) => {
@@ -200,6 +206,15 @@ impl Recaller {
                 ))
             }
         };
-        select::parse_selection(&answer, candidates, settings.recall_max_selected)
+        let selected = select::parse_selection(&answer, candidates, settings.recall_max_selected);
+        contract.record(
+            self.llm.role(),
+            &answer,
+            selected
+                .as_ref()
+                .map(|_| ())
+                .map_err(|_| "invalid_selection"),
+        );
+        selected
     }
 }

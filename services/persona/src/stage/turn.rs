@@ -22,7 +22,7 @@ use ghost_shared::events::{
     StageTurnRequested,
 };
 use ghost_shared::ids::derive_event_id;
-use ghost_shared::llm::ChatMessage;
+use ghost_shared::llm::{Call, ChatMessage};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
@@ -66,7 +66,8 @@ impl TurnHandler {
             ChatMessage::user(view.transcript_for(&member.character.display_name)),
         ];
         let limit: Duration = self.ctx.config.ghost.stage.model_timeout();
-        match tokio::time::timeout(limit, member.llm.chat(&messages)).await {
+        match tokio::time::timeout(limit, member.llm.complete(&messages, Call::interactive())).await
+        {
             Ok(Ok(text)) => Ok(text),
             Ok(Err(e)) => Err(CallFailure {
                 code: e.code(),

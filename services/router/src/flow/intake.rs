@@ -2,6 +2,7 @@
 //! recorded and the work (or the reply) is requested.
 
 use ghost_shared::bus::HandlerError;
+use ghost_shared::contracts;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     memory_stream, ClassifierReplied, ClassifyRequested, Misclassification, RenderRequested,
@@ -12,6 +13,7 @@ use tracing::info;
 
 use super::turn::Turn;
 use super::{Router, STEP_CLASSIFY, STEP_NEXT, STEP_ROUTE, STEP_SUMMARIZE};
+use crate::routing::classifier::parse_classifier_output;
 use crate::routing::{
     call_failed, declaration, first_stage_in, Command, DecisionOrigin, EntryMode, FirstOutcome,
     FirstStage, Notice, Route, RouteDecision, RouteSource,
@@ -115,6 +117,17 @@ impl Router {
             &self.config.dictionary,
         );
         let (dict, gates) = (&self.config.dictionary, &self.config.gates);
+        if let Some(raw) = reply.raw.as_deref() {
+            let (contract, role) = if kuro {
+                (contracts::route_decision::delegation(), "persona")
+            } else {
+                (contracts::route_decision::classifier(), "worker")
+            };
+            let verdict = parse_classifier_output(raw)
+                .map(|_| ())
+                .map_err(|e| e.kind());
+            contract.record(role, raw, verdict);
+        }
         let failure = reply.error.clone().unwrap_or_else(|| "no reply".to_owned());
         let decision = match (kuro, reply.raw.as_deref()) {
             (true, Some(raw)) => stage.with_kuro_decision(raw, dict, gates),

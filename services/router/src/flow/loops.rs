@@ -1,6 +1,7 @@
 //! The loop controller at work: after each worker run the router alone decides — another
 //! run, one reroute, ask the user, a progress report at the limit, or the reply.
 
+use ghost_shared::contracts;
 use std::time::Duration;
 
 use ghost_shared::bus::HandlerError;
@@ -265,6 +266,16 @@ impl Router {
         event: &RecordedEvent,
     ) -> Result<(), HandlerError> {
         let run = outcome_of(event)?;
+        if let Ok(done) = event.decode::<WorkerCompleted>() {
+            // What the model wrote, against the shape it was asked for (CODE: the cloud's).
+            let role = if done.route == Route::Code {
+                "coder"
+            } else {
+                "worker"
+            };
+            let verdict = run.result.as_ref().map(|_| ()).map_err(|_| "contract");
+            contracts::worker_output::contract(&done.sources).record(role, &done.result, verdict);
+        }
         let cx = self
             .loop_context(run.user_event_id, event.metadata.causation_id)
             .await?;

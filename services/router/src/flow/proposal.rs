@@ -4,6 +4,7 @@
 //! reply goes ahead as if the goal had been reached.
 
 use ghost_shared::bus::HandlerError;
+use ghost_shared::contracts;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{PersonaProposed, WorkerCompleted};
 use tracing::{info, warn};
@@ -39,7 +40,12 @@ impl Router {
         let route = run.route;
         let verdict = match &proposed.call_failed {
             Some(why) => Err(ProposalError::CallFailed(why.clone())),
-            None => parse_proposal(&proposed.raw),
+            None => {
+                let verdict = parse_proposal(&proposed.raw);
+                let kind = verdict.as_ref().map(|_| ()).map_err(ProposalError::kind);
+                contracts::proposal::contract().record("persona", &proposed.raw, kind);
+                verdict
+            }
         };
         let state = self.loop_state(&cx, route, event);
         let (decision, why, logged_as) = match &verdict {

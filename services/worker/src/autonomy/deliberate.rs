@@ -7,15 +7,16 @@ use tracing::warn;
 
 use ghost_shared::autonomy::activity::publish_activity_of;
 use ghost_shared::autonomy::decision::{
-    parse_decision, ActionDecision, DecisionKind, CAPABILITIES,
+    parse_decision, ActionDecision, DecisionKind, AGENT_DELEGATE, CAPABILITIES,
 };
 use ghost_shared::autonomy::events::{
     steps, ActionDecided, ActionDropped, AutonomyTickRequested, DropReason,
 };
 use ghost_shared::autonomy::persona::PersonaFields;
 use ghost_shared::bus::{EventHandler, HandlerError};
+use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
@@ -73,6 +74,16 @@ impl Deliberator {
         Ok(sources)
     }
 
+    /// The capabilities this deployment can run (`agent_delegate` needs a CLI agent).
+    fn available(&self) -> Vec<&'static str> {
+        let agent = self.ctx.config.ghost.autonomy.cli_agent.is_some();
+        CAPABILITIES
+            .iter()
+            .copied()
+            .filter(|c| *c != AGENT_DELEGATE || agent)
+            .collect()
+    }
+
     /// The user message: persona fields, the ordered input and the capabilities.
     fn request(&self, persona: &str, sources: &FocusSources) -> String {
         let settings = &self.ctx.config.ghost.autonomy;
@@ -85,7 +96,7 @@ impl Deliberator {
         json!({
             "persona": fields,
             "deliberation_input": build_input(sources, settings.max_focus_items, settings.recent_events),
-            "capabilities": CAPABILITIES,
+            "capabilities": self.available(),
         })
         .to_string()
     }
@@ -107,9 +118,16 @@ impl EventHandler for Deliberator {
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(self.request(&tick.persona, &sources)),
         ];
-        let outcome = match self.llm.chat(&messages).await {
+        // Nobody waits for a deliberation: it yields to replies on the model. A broken
+        // answer drops this tick's decision (recorded once), as any invalid decision does.
+        let contract = contracts::decision::contract(&self.available());
+        let call = Call::background().shaped(&contract);
+        let outcome = match self.llm.complete(&messages, call).await {
             Ok(text) => {
-                parse_decision(&text).map_err(|errors| (DropReason::InvalidDecision, errors))
+                let decided = parse_decision(&text);
+                let verdict = decided.as_ref().map(|_| ()).map_err(|_| "invalid_decision");
+                contract.record(self.llm.role(), &text, verdict);
+                decided.map_err(|errors| (DropReason::InvalidDecision, errors))
             }
             Err(e) => Err((DropReason::ModelError, vec![e.to_string()])),
         };
