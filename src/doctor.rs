@@ -1,8 +1,9 @@
 //! `ghost doctor`: what is missing on this machine and how to fix it, one line per check:
-//! configuration, PostgreSQL (reachable, role, database, migrations), NATS (reachable,
-//! JetStream), every model role (reachable, model present, a one-token completion), and
-//! which LINE/Slack secrets are set. The other commands run the infrastructure part first
-//! ([`require_infrastructure`]) so a missing Postgres or NATS is a message, not a panic.
+//! configuration, PostgreSQL (reachable, role, database, migrations), the cloud coder's
+//! token use this UTC day against its cap, NATS (reachable, JetStream), every model role
+//! (reachable, model present, a one-token completion), and which LINE/Slack secrets are set.
+//! The other commands run the infrastructure part first ([`require_infrastructure`]) so a
+//! missing Postgres or NATS is a message, not a panic.
 
 use std::fmt;
 use std::str::FromStr;
@@ -195,9 +196,45 @@ pub async fn postgres(config: &Config, migrations: bool) -> Vec<Check> {
                 "check that the role owns the database; `ghost migrate` creates the table",
             ),
         });
+        if checks.last().is_some_and(|c| c.status == Status::Ok) {
+            checks.push(cloud_spend(&pool, config).await);
+        }
     }
     pool.close().await;
     checks
+}
+
+/// The cloud coder's tokens this UTC day against `coder.daily_token_cap`: a note once the
+/// cap is used up (CODE turns then get a notice until 00:00 UTC; nothing else stops).
+async fn cloud_spend(pool: &sqlx::PgPool, config: &Config) -> Check {
+    const NAME: &str = "cloud spend";
+    let used = match ghost_shared::spend::today(pool).await {
+        Ok(u) => u,
+        Err(e) => {
+            return Check::fail(
+                NAME,
+                format!("cannot sum the day's cloud tokens: {e}"),
+                "check that the role can read the events table",
+            )
+        }
+    };
+    let today = format!(
+        "{} tokens used today (UTC; prompt {}, completion {})",
+        used.total(),
+        used.prompt,
+        used.completion
+    );
+    match config.ghost.coder.cap() {
+        None => Check::ok(NAME, format!("{today}, no cap (coder.daily_token_cap)")),
+        Some(cap) if used.reached(Some(cap)) => Check::note(
+            NAME,
+            format!(
+                "{today} of the {cap} cap: used up, so CODE turns get a notice and nothing goes to the cloud until 00:00 UTC"
+            ),
+            "wait for 00:00 UTC, or raise coder.daily_token_cap (GHOST_CODER__DAILY_TOKEN_CAP)",
+        ),
+        Some(cap) => Check::ok(NAME, format!("{today} of the {cap} cap")),
+    }
 }
 
 fn postgres_failure(e: &sqlx::Error, options: &PgConnectOptions) -> Check {

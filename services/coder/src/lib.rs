@@ -5,6 +5,13 @@
 //! `/local` (the request says so), and everything sent is masked first (API keys, tokens,
 //! passwords, private keys, connection strings, e-mail addresses, phone numbers). Log lines
 //! carry no task text at all.
+//!
+//! Spend has a ceiling: each call's tokens are stored (`CloudTokensUsed`, with the call's
+//! outcome) and, once the UTC day's sum reaches `coder.daily_token_cap`, a CODE turn ends
+//! with a short notice and nothing is sent ([`budget`]).
+
+pub mod budget;
+pub mod usage;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +26,9 @@ use ghost_shared::routing::Route;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
+
+use budget::Budget;
+use usage::CLOUD_USAGE_STEP;
 
 /// This service's name.
 pub const SERVICE: &str = "coder";
@@ -46,10 +56,12 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let path = ctx.config.resolve(Path::new("prompts/coder.md"));
     let system = std::fs::read_to_string(&path)
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
+    let budget = Budget::new(ctx.config.ghost.coder.cap());
     let coder = Arc::new(Coder {
         ctx: ctx.clone(),
         llm,
         system,
+        budget,
     });
     handle.spawn(run_consumer(
         ctx.bus().clone(),
@@ -70,6 +82,7 @@ pub struct Coder {
     ctx: ServiceContext,
     llm: LlmClient,
     system: String,
+    budget: Budget,
 }
 
 #[async_trait::async_trait]
@@ -102,18 +115,35 @@ impl EventHandler for Coder {
             };
             NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
         };
+        let encoded = |e: Result<NewEvent, serde_json::Error>| e.map_err(HandlerError::permanent);
+        let mut called = false;
         let outcome = if work.local_only {
             warn!("CODE requested while local_only is set: nothing is sent to the cloud");
-            failed("local_only", "the session is local-only".into())
+            vec![encoded(failed(
+                "local_only",
+                "the session is local-only".into(),
+            ))?]
+        } else if let Some(used) = self.budget.used_up(&self.ctx).await? {
+            warn!(
+                used = used.total(),
+                cap = self.budget.cap(),
+                "CODE refused: the day's cloud token cap is used up; nothing is sent to the cloud"
+            );
+            ghost_shared::metrics::coder_cap_refused();
+            vec![self.budget.refusal(&self.ctx, &event, &work).await?]
         } else {
-            let task = mask_secrets(&work.task);
+            let task = mask_secrets(&work.task).into_owned();
             let messages = [
                 ChatMessage::system(self.system.clone()),
-                ChatMessage::user(task.into_owned()),
+                ChatMessage::user(task.clone()),
             ];
             info!(loop_index = work.loop_index, "coder run on the cloud model");
-            match self.llm.chat(&messages).await {
-                Ok(result) => {
+            match self.llm.chat_counted(&messages).await {
+                Ok((result, reported)) => {
+                    called = true;
+                    let model = &self.llm.config().model;
+                    let prompt = [self.system.as_str(), task.as_str()];
+                    let used = usage::of_call(&work, model, reported, &prompt, &result);
                     let done = WorkerCompleted {
                         sources: Vec::new(),
                         session_id: work.session_id.clone(),
@@ -121,25 +151,46 @@ impl EventHandler for Coder {
                         route: work.route,
                         result,
                     };
-                    NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
+                    // One append: the outcome is never stored without its usage.
+                    vec![
+                        encoded(NewEvent::caused_by(
+                            &event,
+                            WORK_OUTCOME_STEP,
+                            &done,
+                            service,
+                        ))?,
+                        encoded(NewEvent::caused_by(
+                            &event,
+                            CLOUD_USAGE_STEP,
+                            &used,
+                            service,
+                        ))?,
+                    ]
                 }
                 Err(e) => {
                     let message = mask_secrets(&e.to_string()).into_owned();
                     warn!(error = %message, "cloud coder call failed");
-                    failed("llm_error", message)
+                    vec![encoded(failed("llm_error", message))?]
                 }
             }
-        }
-        .map_err(HandlerError::permanent)?;
+        };
         self.ctx
             .log
             .append(
                 &session_stream(&work.session_id),
                 ExpectedVersion::Any,
-                &[outcome],
+                &outcome,
             )
             .await
             .map_err(HandlerError::transient)?;
+        ghost_shared::fault::point("coder.after_append");
+        if called {
+            // The gauge follows the store (other instances' calls included); the work is
+            // done whether or not it can be read now.
+            if let Err(e) = budget::day_use(&self.ctx).await {
+                warn!(error = %e, "cannot read the day's cloud token use");
+            }
+        }
         Ok(())
     }
 }

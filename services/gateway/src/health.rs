@@ -1,6 +1,7 @@
 //! `GET /healthz`: every part Ghost needs, each `ok`, `degraded` or `down` — Postgres, NATS,
-//! every configured model role (`llm.<role>`, the cloud coder included) and the lag of every
-//! durable consumer on the event stream.
+//! every configured model role (`llm.<role>`, the cloud coder included), the lag of every
+//! durable consumer on the event stream and the cloud coder's token use this UTC day against
+//! its cap (`cloud_spend`: `degraded` once the cap is used up).
 //!
 //! The whole is `down` (503) when Postgres, NATS or the persona's model is down (no reply can
 //! be written), `degraded` (503) when any other part is not ok (e.g. the coder's cloud model:
@@ -128,6 +129,35 @@ async fn consumers(state: &AppState) -> (PartStatus, Value) {
     )
 }
 
+/// The cloud coder's tokens this UTC day (from the store) against `coder.daily_token_cap`:
+/// `degraded` once the cap is used up (CODE turns get a notice until 00:00 UTC, chat works).
+fn spend_part(
+    used: Result<ghost_shared::spend::DayUse, ghost_shared::store::StoreError>,
+    cap: Option<u64>,
+) -> (PartStatus, Value) {
+    let used = match used {
+        Ok(u) => u,
+        Err(e) => return part(Err(e)),
+    };
+    ghost_shared::metrics::coder_tokens_today(used.prompt, used.completion);
+    let status = if used.reached(cap) {
+        PartStatus::Degraded
+    } else {
+        PartStatus::Ok
+    };
+    (
+        status,
+        json!({
+            "status": status.as_str(),
+            "used_today": used.total(),
+            "prompt_tokens": used.prompt,
+            "completion_tokens": used.completion,
+            "daily_token_cap": cap,
+            "resets_at": "00:00 UTC",
+        }),
+    )
+}
+
 /// 200 when every part is ok, 503 with each part's state otherwise.
 pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     let probes = state.health_models.iter().map(|(role, client)| async move {
@@ -138,17 +168,19 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
         }
         (role.clone(), status, v)
     });
-    let (pg, nats, models, lag) = tokio::join!(
+    let (pg, nats, models, lag, spend) = tokio::join!(
         state.ctx.store().ping(),
         state.ctx.bus().ping(),
         futures::future::join_all(probes),
         consumers(&state),
+        ghost_shared::spend::today(state.ctx.store().pool()),
     );
     let (pg_status, pg) = part(pg);
     let (nats_status, nats) = part(nats);
     let (lag_status, lag) = lag;
+    let (spend_status, spend) = spend_part(spend, state.ctx.config.ghost.coder.cap());
     let mut essential = pg_status.max(nats_status);
-    let mut optional = lag_status;
+    let mut optional = lag_status.max(spend_status);
     let mut model_parts = BTreeMap::new();
     for (role, status, v) in models {
         if role == "persona" {
@@ -177,6 +209,7 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
             "nats": nats,
             "models": model_parts,
             "consumers": lag,
+            "cloud_spend": spend,
         },
     });
     (code, Json(body))

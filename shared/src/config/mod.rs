@@ -7,6 +7,7 @@
 
 mod autonomy;
 mod channels;
+mod coder;
 mod env;
 mod memory;
 mod model;
@@ -21,6 +22,7 @@ pub use autonomy::{
     AutonomySettings, CliAgentSettings, LinePushTarget, PushBinding, SlackPushTarget,
 };
 pub use channels::{LineSettings, MediaSettings, SlackSettings};
+pub use coder::{CoderSettings, MIN_DAILY_TOKEN_CAP};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;
 pub use model::{ModelSettings, DEFAULT_MODEL_FILE};

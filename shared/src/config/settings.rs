@@ -49,6 +49,8 @@ pub struct GhostSettings {
     pub autonomy: super::autonomy::AutonomySettings,
     /// Long-term memory: the write plan and recall.
     pub memory: super::memory::MemorySettings,
+    /// The cloud coder's daily token cap.
+    pub coder: super::coder::CoderSettings,
 }
 
 /// `mood:`.
@@ -442,6 +444,7 @@ impl GhostSettings {
         self.web.validate()?;
         self.autonomy.validate()?;
         self.memory.validate()?;
+        self.coder.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",

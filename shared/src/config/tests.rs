@@ -317,3 +317,24 @@ fn autonomy_push_bindings_load_and_bad_ones_are_clear_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn the_coder_cap_has_a_default_an_override_and_a_range() {
+    let cap = |vars: &[(&str, &str)]| load(GHOST, vars).map(|c| c.ghost.coder.cap());
+    assert_eq!(cap(&[]).unwrap(), Some(1_000_000));
+    for off in ["0", "null"] {
+        assert_eq!(cap(&[("GHOST_CODER__DAILY_TOKEN_CAP", off)]).unwrap(), None);
+    }
+    assert_eq!(
+        cap(&[("GHOST_CODER__DAILY_TOKEN_CAP", "5000")]).unwrap(),
+        Some(5000)
+    );
+    let err = cap(&[("GHOST_CODER__DAILY_TOKEN_CAP", "5")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("coder.daily_token_cap: "), "{err}");
+    let err = load(&format!("{GHOST}coder:\n  daily_tokens: 1\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("daily_tokens"), "{err}");
+}
