@@ -4,7 +4,8 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::engine::{Finish, Generate, Turn, Usage};
+use crate::engine::{Finish, Generate, Priority, Turn, Usage};
+use crate::grammar;
 
 /// A request that cannot be served, with its HTTP status and OpenAI error body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,10 @@ struct RawRequest {
     stop: Option<Stop>,
     stream_options: Option<StreamOptions>,
     n: Option<u32>,
+    /// OpenAI's structured output: `text`, `json_object` or `json_schema`.
+    response_format: Option<Value>,
+    /// Ghost's extension: free text, then a trigger, then JSON (see [`crate::grammar`]).
+    trailer_format: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -207,6 +212,8 @@ pub fn parse_request(body: &[u8], model_name: &str) -> Result<ChatRequest, ApiEr
             ))
         }
     };
+    let constraint =
+        grammar::from_request(raw.response_format.as_ref(), raw.trailer_format.as_ref())?;
     let seed = match raw.seed {
         // Fold any i64 into the sampler's u32 seed deterministically.
         Some(s) => (s as u64 ^ ((s as u64) >> 32)) as u32,
@@ -220,6 +227,10 @@ pub fn parse_request(body: &[u8], model_name: &str) -> Result<ChatRequest, ApiEr
             top_p,
             seed,
             stop,
+            constraint,
+            // The server sets these from the request's header and the completion's id.
+            priority: Priority::Interactive,
+            label: String::new(),
         },
         stream: raw.stream,
         include_usage: raw.stream_options.is_some_and(|o| o.include_usage),

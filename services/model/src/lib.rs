@@ -3,17 +3,30 @@
 //! without Ollama still gets real replies. It runs llama.cpp through `llama-cpp-2`: the
 //! GGUF's own tokenizer and chat template, no Python, no other runtime.
 //!
-//! One model, one warm context, one request at a time: concurrent requests wait in a
-//! bounded queue (one more than `model.queue_depth` gets 503); a prompt larger than the
-//! context gets 400 `context_length_exceeded`. It needs neither Postgres nor NATS.
+//! One model, one warm context, one reply generated at a time, by priority: a request
+//! with `X-Ghost-Priority: background` (write plans, reflection) waits while any interactive
+//! one (the user's reply; the default) waits, and one in progress pauses for it, so a reply's
+//! first token never waits behind background work. Each priority has a bounded queue (one
+//! more than `model.queue_depth` gets 503); a prompt larger than the context gets 400
+//! `context_length_exceeded`. `response_format` (`json_object`, `json_schema`) and Ghost's
+//! `trailer_format` (free text, then a marker, then JSON) constrain decoding with a grammar,
+//! so even a tiny model returns JSON that parses and fits the schema. It needs neither
+//! Postgres nor NATS.
 //!
-//! - [`engine`]: the inference thread (model, context, prompt cache, sampling);
+//! - [`engine`]: the inference thread (model, context with one sequence per priority,
+//!   prompt caches, scheduling with pause and resume, sampling, the journal of service);
+//! - [`grammar`]: `response_format` and `trailer_format` to GBNF grammars;
 //! - [`api`]: the wire format (request checks, replies, stream chunks);
-//! - [`server`]: the HTTP routes;
-//! - [`text`]: token bytes to text deltas (split UTF-8, stop sequences).
+//! - [`server`]: the HTTP routes and the priority header;
+//! - [`text`]: token bytes to text deltas (split UTF-8, stop sequences);
+//! - [`logs`]: llama.cpp's log lines, INFO demoted to DEBUG;
+//! - [`metrics`]: queue depth per priority, preemptions.
 
 pub mod api;
 pub mod engine;
+pub mod grammar;
+pub mod logs;
+pub mod metrics;
 pub mod server;
 pub mod text;
 

@@ -1,11 +1,14 @@
 //! HTTP: `POST /v1/chat/completions` (streaming and not), `GET /v1/models`, `GET /healthz`.
+//!
+//! A completion request may carry `X-Ghost-Priority: interactive` (the default) or
+//! `background`; see [`crate::engine`] for what each gets.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -15,7 +18,10 @@ use serde_json::{json, Value};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::api::{parse_request, ApiError, Completion};
-use crate::engine::{Engine, Piece, Rejected};
+use crate::engine::{Engine, Piece, Priority, Rejected};
+
+/// The request header naming a request's priority.
+pub const PRIORITY_HEADER: &str = "x-ghost-priority";
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -46,6 +52,7 @@ fn rejected(e: Rejected) -> ApiError {
     match e {
         Rejected::TooLong { .. } => ApiError::invalid("context_length_exceeded", message),
         Rejected::Template(_) => ApiError::invalid("invalid_content", message),
+        Rejected::Grammar(_) => ApiError::invalid(crate::grammar::INVALID_FORMAT, message),
         Rejected::QueueFull(_) => ApiError {
             status: 503,
             kind: "server_error",
@@ -61,11 +68,36 @@ fn rejected(e: Rejected) -> ApiError {
     }
 }
 
-async fn completions(State(app): State<AppState>, body: Bytes) -> Response {
-    let request = match parse_request(&body, &app.name) {
+/// `X-Ghost-Priority`, interactive when absent.
+fn priority(headers: &HeaderMap) -> Result<Priority, ApiError> {
+    let Some(value) = headers.get(PRIORITY_HEADER) else {
+        return Ok(Priority::Interactive);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(Priority::parse)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_priority",
+                format!("X-Ghost-Priority must be interactive or background, not {value:?}"),
+            )
+        })
+}
+
+async fn completions(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let parsed = priority(&headers).and_then(|p| Ok((p, parse_request(&body, &app.name)?)));
+    let (priority, mut request) = match parsed {
         Ok(r) => r,
         Err(e) => return error_response(&e),
     };
+    let completion = Completion::new(&app.name);
+    request.generate.priority = priority;
+    // The journal's name for it: the caller's request id when it gives one.
+    request.generate.label = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(|| completion.id.clone(), str::to_owned);
     if request.dropped_images > 0 {
         tracing::warn!(
             images = request.dropped_images,
@@ -80,7 +112,6 @@ async fn completions(State(app): State<AppState>, body: Bytes) -> Response {
             return error_response(&e);
         }
     };
-    let completion = Completion::new(&app.name);
     if request.stream {
         let events = stream_events(completion, reply.pieces, request.include_usage);
         return Sse::new(events).into_response();
