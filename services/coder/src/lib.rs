@@ -20,7 +20,8 @@ use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
-use ghost_shared::llm::{ChatMessage, LlmClient};
+use ghost_shared::contracts;
+use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
@@ -57,6 +58,10 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let system = std::fs::read_to_string(&path)
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
     let budget = Budget::new(ctx.config.ghost.coder.cap());
+    // The gauge shows the day's use from the start, not from the first call.
+    if let Err(e) = budget::day_use(&ctx).await {
+        warn!(error = %e, "cannot read the day's cloud token use");
+    }
     let coder = Arc::new(Coder {
         ctx: ctx.clone(),
         llm,
@@ -138,7 +143,10 @@ impl EventHandler for Coder {
                 ChatMessage::user(task.clone()),
             ];
             info!(loop_index = work.loop_index, "coder run on the cloud model");
-            match self.llm.chat_counted(&messages).await {
+            // The user waits; the answer keeps the worker contract (no sources off RESEARCH).
+            let contract = contracts::worker_output::contract::<&str>(&[]);
+            let call = Call::interactive().shaped(&contract);
+            match self.llm.complete_counted(&messages, call).await {
                 Ok((result, reported)) => {
                     called = true;
                     let model = &self.llm.config().model;
