@@ -6,8 +6,8 @@
 //! WebSocket takes the bearer token in the `Authorization` header or as `?token=`
 //! (browsers cannot set headers on a WebSocket).
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::ws::{Message, WebSocket};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -24,6 +24,7 @@ use ghost_shared::autonomy::tick::request_tick;
 
 use crate::auth::constant_time_eq;
 use crate::error::ApiError;
+use crate::extract::{Query, WebSocketUpgrade};
 use crate::AppState;
 
 /// `POST /api/autonomy/tick`: records a tick; the worker deliberates on it.
@@ -62,7 +63,7 @@ pub async fn events(
     State(state): State<AppState>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
-    ws: WebSocketUpgrade,
+    WebSocketUpgrade(ws): WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let presented = headers
         .get(header::AUTHORIZATION)

@@ -51,11 +51,9 @@ struct ChatInput {
     request_id: Option<String>,
 }
 
+/// A session key's alphabet (no `.` or `..`), shorter.
 fn valid_id(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.:@".contains(c))
+    s.len() <= 128 && crate::webhooks::valid_session_key(s)
 }
 
 fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError> {

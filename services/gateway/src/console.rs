@@ -4,32 +4,31 @@
 
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::Router;
 
 const INDEX: &str = include_str!("../console/index.html");
 const SCRIPT: &str = include_str!("../console/console.js");
 const STYLE: &str = include_str!("../console/console.css");
 
-/// The console's routes (no token: the token is asked for by the page itself).
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route(
-            "/console",
-            get(|| async { Redirect::permanent("/console/") }),
-        )
-        .route(
-            "/console/",
-            get(|| async { asset("text/html; charset=utf-8", INDEX) }),
-        )
-        .route(
-            "/console/console.js",
-            get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }),
-        )
-        .route(
-            "/console/console.css",
-            get(|| async { asset("text/css; charset=utf-8", STYLE) }),
-        )
+// Its routes are in [`crate::routes::ROUTES`] (no token: the page itself asks for it).
+
+/// `GET /console`: to the page, `/console/`.
+pub async fn redirect() -> Redirect {
+    Redirect::permanent("/console/")
+}
+
+/// `GET /console/`.
+pub async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX)
+}
+
+/// `GET /console/console.js`.
+pub async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /console/console.css`.
+pub async fn style() -> Response {
+    asset("text/css; charset=utf-8", STYLE)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -64,12 +64,16 @@ impl ApiError {
             )
         }
     }
+
+    /// The body every refusal has: `{"error": {"code", "message"}}`.
+    pub fn body(&self) -> serde_json::Value {
+        json!({ "error": { "code": self.code, "message": self.message } })
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
-        let mut response = (self.status, Json(body)).into_response();
+        let mut response = (self.status, Json(self.body())).into_response();
         if let Some(secs) = self.retry_after {
             response
                 .headers_mut()

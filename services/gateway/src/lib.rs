@@ -11,7 +11,9 @@
 //! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
-//! - [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors;
+//! - [`routes`]: every route in one table, the router built from it, and its JSON 404 and
+//!   405; [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors; [`extract`]: axum's
+//!   query, path and WebSocket extractors refusing in that JSON;
 //! - [`server`]: the HTTP server loop (connection cap, header, body and idle timeouts, 408);
 //! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
 //!   (signed, deduplicated);
@@ -27,6 +29,7 @@ pub mod chat;
 pub mod console;
 pub mod deliver;
 pub mod error;
+pub mod extract;
 pub mod health;
 pub mod line;
 pub mod media;
@@ -34,14 +37,15 @@ pub mod memory;
 pub mod metrics;
 pub mod partner_mood;
 pub mod recalls;
+pub mod routes;
 pub mod server;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
 pub mod webhooks;
 
-use axum::routing::{get, post};
-use axum::Router;
+pub use routes::router;
+
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -74,40 +78,6 @@ pub struct AppState {
 const WEBHOOK_COMMITTERS: usize = 2;
 /// Appends per webhook transaction at most.
 const WEBHOOK_MAX_BATCH: usize = 256;
-
-/// The HTTP routes.
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/chat", post(chat::chat))
-        .route("/sessions/{id}/messages", get(sessions::messages))
-        .route(
-            "/partner_mood",
-            get(partner_mood::get)
-                .put(partner_mood::put)
-                .delete(partner_mood::delete),
-        )
-        .route("/stage", get(stage::stage))
-        .route("/autonomy/tick", post(autonomy::tick))
-        .route("/memory", get(memory::get))
-        .route("/recalls/{event_id}", get(recalls::get))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_bearer,
-        ));
-    let webhooks = Router::new()
-        .route("/line", post(webhooks::line::webhook))
-        .route("/slack", post(webhooks::slack::events))
-        .route_layer(axum::middleware::from_fn(metrics::count_webhooks));
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/metrics", get(metrics::metrics))
-        .merge(console::routes())
-        .nest("/webhooks", webhooks)
-        // Checks its own token: the header, or `?token=` (browser WebSockets).
-        .route("/api/events", get(autonomy::events))
-        .nest("/api", api)
-        .with_state(state)
-}
 
 /// Binds `gateway.listen` and serves.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {

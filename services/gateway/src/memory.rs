@@ -2,15 +2,15 @@
 //! the user's preferences as it holds them and its interest state, read from the `memory`
 //! projection.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use ghost_shared::memory::Memory;
-use ghost_shared::mood_api::check_persona_id;
 use ghost_shared::projections::MemoryProjection;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::extract::Query;
 use crate::AppState;
 
 /// `?persona=<id>`; the chat persona when absent.
@@ -35,10 +35,7 @@ pub async fn get(
     State(state): State<AppState>,
     Query(params): Query<MemoryParams>,
 ) -> Result<Json<MemoryAnswer>, ApiError> {
-    let persona = params
-        .persona
-        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone());
-    check_persona_id(&persona).map_err(|e| ApiError::bad_request("invalid_persona", e))?;
+    let persona = crate::partner_mood::persona(&state, params.persona)?;
     if state.ctx.config.characters.get(&persona).is_none() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,

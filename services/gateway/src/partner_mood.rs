@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use ghost_shared::affect::MoodState;
@@ -16,6 +16,7 @@ use ghost_shared::mood_api::{self, MoodAnswer, MoodApiError, MoodDebugRequest, R
 use serde::Deserialize;
 
 use crate::error::ApiError;
+use crate::extract::Query;
 use crate::AppState;
 
 /// `?persona=<id>`; the chat persona when absent.
@@ -47,13 +48,15 @@ async fn ask(state: &AppState, request: MoodDebugRequest) -> Result<Json<MoodAns
 }
 
 /// The persona asked about (the chat persona when absent), checked before it reaches the
-/// mood service.
-fn persona(state: &AppState, param: PersonaParam) -> Result<String, ApiError> {
-    let persona = param
-        .persona
-        .unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone());
-    mood_api::check_persona_id(&persona)
-        .map_err(|e| ApiError::bad_request(Refusal::InvalidPersona.as_str(), e))?;
+/// mood service or the store.
+pub(crate) fn persona(state: &AppState, asked: Option<String>) -> Result<String, ApiError> {
+    let persona = asked.unwrap_or_else(|| state.ctx.config.ghost.persona.character.clone());
+    let refuse = |why: String| ApiError::bad_request(Refusal::InvalidPersona.as_str(), why);
+    mood_api::check_persona_id(&persona).map_err(refuse)?;
+    // Path steps, never an id, though the mood service's check lets them through.
+    if persona == "." || persona == ".." {
+        return Err(refuse(format!("persona must not be {persona:?}")));
+    }
     Ok(persona)
 }
 
@@ -62,7 +65,7 @@ pub async fn get(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p)?;
+    let persona = persona(&state, p.persona)?;
     ask(&state, MoodDebugRequest::Get { persona }).await
 }
 
@@ -83,7 +86,7 @@ pub async fn put(
     })?;
     mood.validate()
         .map_err(|e| ApiError::bad_request("invalid_mood", e.to_string()))?;
-    let persona = persona(&state, p)?;
+    let persona = persona(&state, p.persona)?;
     ask(
         &state,
         MoodDebugRequest::Put {
@@ -99,6 +102,6 @@ pub async fn delete(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p)?;
+    let persona = persona(&state, p.persona)?;
     ask(&state, MoodDebugRequest::Delete { persona }).await
 }

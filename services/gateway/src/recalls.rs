@@ -1,7 +1,7 @@
 //! `GET /api/recalls/{event_id}`: what a reply recalled (issue 12) — the `RecallPerformed`
 //! event of the reply `event_id` (an `AssistantReplied` id), or that event itself by its id.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::error::ApiError;
+use crate::extract::Path;
 use crate::AppState;
 
 async fn get_event(state: &AppState, id: Uuid) -> Result<Option<RecordedEvent>, ApiError> {

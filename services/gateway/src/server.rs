@@ -39,9 +39,25 @@ pub struct ServerLimits {
     pub idle_timeout: Duration,
 }
 
-/// What a request whose headers did not arrive in time gets before the connection closes.
-const REQUEST_TIMEOUT_RESPONSE: &[u8] =
-    b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+/// What a request whose headers did not arrive in time gets before the connection closes:
+/// written by hand, the HTTP layer having let go of the socket, in the JSON of every refusal.
+fn request_timeout_response(header_read_timeout: Duration) -> Vec<u8> {
+    let body = ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "request_timeout",
+        format!(
+            "the request headers did not arrive within {} s",
+            header_read_timeout.as_secs()
+        ),
+    )
+    .body()
+    .to_string();
+    format!(
+        "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
 
 /// Serves `app` on `listener` within `limits` until the listener fails.
 pub async fn serve(listener: TcpListener, app: Router, limits: ServerLimits) -> io::Result<()> {
@@ -85,7 +101,8 @@ async fn serve_connection(mut tcp: TcpStream, app: Router, limits: ServerLimits)
             debug!("request headers did not arrive in time: 408");
             // The HTTP layer has let go of the socket: answer, then close.
             if let Ok(mut tcp) = Arc::try_unwrap(tcp) {
-                let _ = tcp.write_all(REQUEST_TIMEOUT_RESPONSE).await;
+                let answer = request_timeout_response(limits.header_read_timeout);
+                let _ = tcp.write_all(&answer).await;
                 let _ = tcp.shutdown().await;
             }
         }

@@ -1,13 +1,14 @@
 //! `GET /api/sessions/{id}/messages`: the conversation as projected (re-query after a
 //! dropped connection).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
 use ghost_shared::projections::{AssistantTextProjection, AUTONOMY_SOURCE};
 
 use crate::error::ApiError;
+use crate::extract::Path;
 use crate::AppState;
 
 /// The session's last 200 turns, oldest first.

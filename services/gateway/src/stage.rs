@@ -18,8 +18,8 @@
 
 use std::time::Duration;
 
-use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket};
+use axum::extract::State;
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -37,6 +37,7 @@ use ghost_shared::store::{ExpectedVersion, StoreError};
 use ghost_shared::telemetry;
 
 use crate::error::ApiError;
+use crate::extract::{Query, WebSocketUpgrade};
 use crate::AppState;
 
 /// How often a watcher checks the store when no signal arrives.
@@ -63,7 +64,7 @@ fn valid_stage_id(s: &str) -> bool {
 pub async fn stage(
     State(state): State<AppState>,
     Query(query): Query<StageQuery>,
-    ws: WebSocketUpgrade,
+    WebSocketUpgrade(ws): WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let stage_id = query.stage_id.unwrap_or_else(|| "default".into());
     if !valid_stage_id(&stage_id) {

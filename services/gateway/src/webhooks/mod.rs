@@ -63,6 +63,9 @@ pub(crate) fn bad_json(platform: &str, e: impl std::fmt::Display) -> ApiError {
 pub(crate) fn valid_session_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 200
+        // Path steps: `/api/sessions/../messages` names no session.
+        && key != "."
+        && key != ".."
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.:@".contains(c))
