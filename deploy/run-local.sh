@@ -43,6 +43,8 @@ else
     export "GHOST_LLM__${role}__MODEL=$name"
     export "GHOST_LLM__${role}__TIMEOUT_SECS=120"
   done
+  # A tiny model rambles: the persona's replies get a budget of their own.
+  export GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS=${GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS:-160}
   cat <<MSG
 run-local: MODEL: the embedded SmolLM2-135M-Instruct ($name), served by Ghost itself on
   http://$listen, answers for the persona, the worker and the stage's characters.

@@ -10,7 +10,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use ghost_shared::config::{Config, ConfigError};
-use ghost_shared::llm::{ChatMessage, LlmClient, LlmError, LlmRoleConfig, Provider};
+use ghost_shared::llm::{
+    refusal, Call, ChatMessage, Contract, LlmClient, LlmError, LlmRoleConfig, Provider,
+};
 use ghost_shared::store::EventStore;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
@@ -422,9 +424,67 @@ async fn check_targets(config: &Config, targets: Vec<ModelTarget>) -> Vec<Check>
             ));
             continue;
         }
-        checks.push(model_check(&name, &target, is_embedded, config).await);
+        let check = model_check(&name, &target, is_embedded, config).await;
+        let answers = check.status == Status::Ok;
+        checks.push(check);
+        if answers {
+            checks.push(structured_check(&target).await);
+        }
     }
     checks
+}
+
+/// Whether the endpoint holds an answer to a JSON Schema: one constrained token, whose only
+/// allowed start is `[`, which a model writing prose would not begin with. An endpoint
+/// that refuses the schema or ignores it still works, prompt-only: a note, not a failure.
+async fn structured_check(target: &ModelTarget) -> Check {
+    let cfg = &target.cfg;
+    let roles = target.roles.join(", ");
+    let name = format!("structured output {roles}");
+    let what = format!(
+        "{} {} at {}",
+        cfg.provider.as_str(),
+        cfg.model,
+        cfg.base_url
+    );
+    let mut probe = cfg.clone();
+    probe.timeout_secs = cfg.timeout_secs.min(COMPLETION_TIMEOUT_SECS);
+    let role = format!("doctor {roles}");
+    let client = match LlmClient::new(probe, target.key.clone()) {
+        Ok(c) => c.with_role(&role),
+        Err(e) => return Check::fail(name, format!("{what}: {e}"), "check the role's settings"),
+    };
+    let contract = Contract {
+        name: "doctor_probe",
+        schema: serde_json::json!({"type": "array", "items": {"type": "integer"}, "maxItems": 0}),
+        max_tokens: 1,
+    };
+    let call = Call::interactive().shaped(&contract);
+    let fix = "use an endpoint that constrains output to a JSON Schema (Ollama's `format`, \
+               OpenAI's `response_format` json_schema, or the embedded model)";
+    match client.complete(&[ChatMessage::user("Say OK.")], call).await {
+        Ok(_) if refusal::of(&role).is_some() => Check::note(
+            name,
+            format!(
+                "{what} refuses structured output ({}): its structured calls go prompt-only",
+                refusal::of(&role).unwrap_or_default()
+            ),
+            fix,
+        ),
+        Ok(text) if text.trim_start().starts_with('[') => Check::ok(
+            name,
+            format!("{what} holds answers to their JSON Schema (one constrained token)"),
+        ),
+        Ok(text) => Check::note(
+            name,
+            format!(
+                "{what} ignores the JSON Schema (answered {:?}): structured calls depend on the model's goodwill",
+                text.chars().take(40).collect::<String>()
+            ),
+            fix,
+        ),
+        Err(e) => Check::fail(name, format!("{what}: a constrained call failed: {}", short(&e)), fix),
+    }
 }
 
 fn model_fix(cfg: &LlmRoleConfig, is_embedded: bool, config: &Config) -> String {

@@ -10,6 +10,8 @@
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
+//! - [`reply_bench`]: `ghost reply-bench`, the pipeline's time to first token on the
+//!   embedded model beside the model's own, and each contract's answers;
 //! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
 //! - [`children`]: services as `ghost run <service>` child processes (chaos, `--processes`);
 //! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
@@ -28,6 +30,7 @@ pub mod memory_bench;
 pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;
+pub mod reply_bench;
 pub mod route_report;
 pub mod stack;
 pub mod stage_load;

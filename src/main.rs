@@ -120,6 +120,10 @@ enum Command {
     /// Measures time to first token and prompt and generation tokens/s of an
     /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
     ModelBench(ghost::model_bench::ModelBenchArgs),
+    /// Chat turns through the whole pipeline on the embedded model, background work on:
+    /// time to first token beside the model's own, and each contract's answers (see
+    /// BENCHMARKS.md).
+    ReplyBench(ghost::reply_bench::ReplyBenchArgs),
     /// Runs every service as its own process against fake platforms, SIGKILLs and restarts
     /// random services during mixed HTTP, LINE and Slack traffic, and reports accepted,
     /// answered once, lost and duplicated; exits non-zero when anything was lost or
@@ -284,6 +288,11 @@ async fn run(command: Command) -> Result<()> {
                 ghost::stage_load::run(args).await
             }
             Command::ModelBench(args) => ghost::model_bench::run(args).await,
+            // Its own database and configuration, like `ghost load`.
+            Command::ReplyBench(args) => {
+                require_infrastructure(&load_config()?).await?;
+                ghost::reply_bench::run(args).await
+            }
             Command::WebhookLoad(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::webhook_load::run(args).await

@@ -101,6 +101,11 @@ async fn doctor_checks_that_the_model_is_present_and_answers() {
         line(&stdout, "[ ok ] nats:").contains("JetStream on"),
         "{stdout}"
     );
+    // The fake model ignores the JSON Schema it is sent: said, as a note.
+    assert!(
+        line(&stdout, "[note] structured output persona").contains("ignores the JSON Schema"),
+        "{stdout}"
+    );
     let out = ghost(
         &app.env,
         &["doctor", "--role", "persona"],

@@ -9,66 +9,18 @@ use std::time::Duration;
 use ghost::doctor::Status;
 use ghost::stack::ServiceName;
 use ghost_shared::events::{StageEnded, StageSpoke, StageTurnFailed};
-use ghost_testkit::testing::embedded_model_file;
 use serde_json::json;
+use support::embedded::{free_port, overrides};
 use support::stage::{connect, frames_until_within, is_active, send, speakers, stage_events};
 use support::TestApp;
-
-/// The model id the tests give the embedded server.
-const NAME: &str = "smollm2-test";
-
-/// A port nobody listens on right now (the model server binds it a moment later).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-/// Overrides that enable the embedded model on `port` and point `roles` at it.
-fn embedded_overrides(port: u16, roles: &[&str]) -> Vec<(String, String)> {
-    let path = embedded_model_file();
-    let mut vars = vec![
-        ("GHOST_MODEL__ENABLED".to_owned(), "true".to_owned()),
-        (
-            "GHOST_MODEL__LISTEN".to_owned(),
-            format!("127.0.0.1:{port}"),
-        ),
-        ("GHOST_MODEL__PATH".to_owned(), path.display().to_string()),
-        ("GHOST_MODEL__NAME".to_owned(), NAME.to_owned()),
-        ("GHOST_MODEL__MAX_TOKENS".to_owned(), "64".to_owned()),
-        // One thread: two tests run a model each at once on two cores, and llama.cpp's
-        // threads wait for each other by spinning (two threads each crawl when contended).
-        ("GHOST_MODEL__THREADS".to_owned(), "1".to_owned()),
-        (
-            "GHOST_GATEWAY__TURN_TIMEOUT_SECS".to_owned(),
-            "600".to_owned(),
-        ),
-        (
-            "GHOST_STAGE__MODEL_TIMEOUT_SECS".to_owned(),
-            "300".to_owned(),
-        ),
-    ];
-    for role in roles {
-        let key = role.to_uppercase();
-        for (field, value) in [
-            ("PROVIDER", "openai".to_owned()),
-            ("BASE_URL", format!("http://127.0.0.1:{port}/v1")),
-            ("MODEL", NAME.to_owned()),
-            ("TIMEOUT_SECS", "300".to_owned()),
-        ] {
-            vars.push((format!("GHOST_LLM__{key}__{field}"), value));
-        }
-    }
-    vars
-}
 
 async fn spawn_with_model(
     roles: &[&str],
     extra: &[(&str, &str)],
     adjust: impl FnOnce(&mut ghost_shared::config::Config),
 ) -> TestApp {
-    let mut vars = embedded_overrides(free_port(), roles);
+    let port = free_port();
+    let mut vars = overrides(port, &format!("http://127.0.0.1:{port}/v1"), roles);
     vars.extend(
         extra
             .iter()
@@ -116,8 +68,13 @@ async fn a_chat_is_answered_by_the_embedded_model_through_the_whole_pipeline() {
     assert_eq!(app.model_calls(), 0);
     // `ghost doctor`'s model check passes on it: listed, and a one-token completion.
     let checks = ghost::doctor::models_of_roles(&app.env.config, &["persona".into()]).await;
+    // ... and it holds an answer to a JSON Schema.
     assert!(
-        checks.len() == 1 && checks.iter().all(|c| c.status == Status::Ok),
+        checks.len() == 2 && checks.iter().all(|c| c.status == Status::Ok),
+        "{checks:?}"
+    );
+    assert!(
+        checks[1].name.starts_with("structured output"),
         "{checks:?}"
     );
     let stored = app.session_events("newcomer").await;

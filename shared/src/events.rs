@@ -1013,6 +1013,10 @@ pub struct WritePlanRejected {
     pub source_event_id: Uuid,
     /// Every rule it broke (or why it does not parse).
     pub errors: Vec<String>,
+    /// The model's answer, masked and cut ([`ModelAnswerRejected::excerpt`]); empty in
+    /// events stored before it was kept.
+    #[serde(default)]
+    pub raw: String,
 }
 
 impl EventPayload for WritePlanRejected {

@@ -358,6 +358,10 @@ pub fn register_webhooks(platform: &'static str) {
 /// A shaped call of `role` for `contract` was sent (`prompt_only` when its endpoint refuses
 /// structured output).
 pub fn structured_call(role: &str, contract: &'static str, prompt_only: bool) {
+    // The answers' series exist from the first call on, so a panel has them at once.
+    counter!(LLM_CONTRACT_ANSWERS, "role" => role.to_owned(), "contract" => contract,
+        "schema_valid" => "true", "verdict" => "accepted")
+    .increment(0);
     let how = if prompt_only {
         "prompt_only"
     } else {

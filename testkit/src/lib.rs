@@ -6,6 +6,7 @@
 //!   (streaming included), scripted per request;
 //! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
 //! - [`fake_search`]: a fake web: SearXNG-JSON search endpoint and pages (delays, types);
+//! - [`model_recorder`]: a recording proxy in front of a real model server;
 //! - [`plans`]: tests of query plans (a connection keeping its first plans, a table's
 //!   reads in a transaction);
 //! - [`testing`]: per-test environments on the real Postgres and NATS (own database, own
@@ -21,5 +22,6 @@ pub mod fake_platforms;
 pub mod fake_search;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+pub mod model_recorder;
 pub mod plans;
 pub mod testing;

@@ -5,6 +5,7 @@
 
 pub mod autonomy;
 pub mod cli;
+pub mod embedded;
 pub mod events_socket;
 pub mod logs;
 pub mod memory;

@@ -17,10 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
-use ghost_shared::contracts;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;

@@ -14,7 +14,7 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AssistantReplied, UserMessageReceived, WritePlanRejected,
+    persona_stream, AssistantReplied, ModelAnswerRejected, UserMessageReceived, WritePlanRejected,
 };
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
@@ -248,6 +248,7 @@ impl EventHandler for Planner {
                     persona: reply.speaker.clone(),
                     source_event_id: event.event_id,
                     errors,
+                    raw: ModelAnswerRejected::excerpt(&answer),
                 };
                 vec![
                     NewEvent::caused_by(&event, REJECTED_STEP, &rejected, self.ctx.service)

@@ -97,6 +97,10 @@ pub struct ActionDropped {
     pub reason: DropReason,
     /// Every broken rule, or the model's error.
     pub errors: Vec<String>,
+    /// The model's answer, masked and cut (`ModelAnswerRejected::excerpt`); empty when the
+    /// call itself failed, and in events stored before it was kept.
+    #[serde(default)]
+    pub raw: String,
 }
 
 impl EventPayload for ActionDropped {

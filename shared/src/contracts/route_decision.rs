@@ -15,8 +15,8 @@ pub struct RouteDecisionShape {
     /// Confidence, 0..=1.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
-    /// A short reason.
-    #[schemars(length(max = 100))]
+    /// A short reason (a long one only costs the user's wait).
+    #[schemars(length(max = 60))]
     pub reason: String,
     /// At most two fragments of the message.
     #[schemars(length(max = 2))]
@@ -29,7 +29,7 @@ pub struct RouteDecisionShape {
 pub const MAX_TOKENS: u32 = 96;
 
 fn shaped(name: &'static str) -> Contract {
-    Contract::of::<RouteDecisionShape>(name, MAX_TOKENS).max_length(&["evidence", "[]"], 60)
+    Contract::of::<RouteDecisionShape>(name, MAX_TOKENS).max_length(&["evidence", "[]"], 40)
 }
 
 /// The classifier's contract (on the worker model).

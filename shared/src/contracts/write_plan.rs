@@ -12,7 +12,7 @@ use crate::memory::vocab::{
 };
 
 /// Tokens a plan may take (two states, two preferences and the rest, compactly written).
-pub const MAX_TOKENS: u32 = 900;
+pub const MAX_TOKENS: u32 = 1400;
 
 /// What a plan may cite: the utterance planned for, the other events in its input, and
 /// the states it may change.
@@ -40,8 +40,8 @@ pub fn contract(ids: &PlanIds) -> Contract {
         .allow(&["state_updates", "[]", "kind"], StateKind::NAMES)
         .allow(&["state_updates", "[]", "op"], StateOp::NAMES)
         .allow(&["state_updates", "[]", "state_id"], &ids.states)
-        .max_length(&["state_updates", "[]", "body_text"], 200)
-        .max_length(&["state_updates", "[]", "reason"], 120)
+        .max_length(&["state_updates", "[]", "body_text"], 160)
+        .max_length(&["state_updates", "[]", "reason"], 80)
         .replace(
             &["state_updates", "[]", "evidence_event_ids"],
             evidence(ids),
@@ -54,16 +54,16 @@ pub fn contract(ids: &PlanIds) -> Contract {
         )
         .allow(&["preference_updates", "[]", "polarity"], Polarity::NAMES)
         .max_length(&["preference_updates", "[]", "subject"], 60)
-        .max_length(&["preference_updates", "[]", "note"], 120)
-        .max_length(&["preference_updates", "[]", "reason"], 120)
+        .max_length(&["preference_updates", "[]", "note"], 80)
+        .max_length(&["preference_updates", "[]", "reason"], 80)
         .replace(
             &["preference_updates", "[]", "evidence_event_ids"],
             evidence(ids),
         )
-        .max_length(&["event_affect", "moment_affect_text"], 120)
+        .max_length(&["event_affect", "moment_affect_text"], 80)
         .max_items(&["event_affect", "moment_affect_labels"], 3)
         .max_length(&["event_affect", "moment_affect_labels", "[]"], 20)
-        .max_length(&["event_affect", "inner_thought_text"], 120)
+        .max_length(&["event_affect", "inner_thought_text"], 80)
         .max_items(&["context_updates", "threads"], 2)
         .max_length(&["context_updates", "threads", "[]", "thread_key"], 40)
         .max_items(&["context_updates", "links"], 2)

@@ -16,6 +16,7 @@ use ghost_shared::autonomy::persona::PersonaFields;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::ModelAnswerRejected;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -122,11 +123,13 @@ impl EventHandler for Deliberator {
         // answer drops this tick's decision (recorded once), as any invalid decision does.
         let contract = contracts::decision::contract(&self.available());
         let call = Call::background().shaped(&contract);
+        let mut raw = String::new();
         let outcome = match self.llm.complete(&messages, call).await {
             Ok(text) => {
                 let decided = parse_decision(&text);
                 let verdict = decided.as_ref().map(|_| ()).map_err(|_| "invalid_decision");
                 contract.record(self.llm.role(), &text, verdict);
+                raw = ModelAnswerRejected::excerpt(&text);
                 decided.map_err(|errors| (DropReason::InvalidDecision, errors))
             }
             Err(e) => Err((DropReason::ModelError, vec![e.to_string()])),
@@ -153,6 +156,7 @@ impl EventHandler for Deliberator {
                         tick_event_id: event.event_id,
                         reason,
                         errors,
+                        raw,
                     },
                     self.ctx.service,
                 )

@@ -1,0 +1,293 @@
+//! `ghost reply-bench`: the whole pipeline on the embedded model, as a newcomer runs it.
+//! Scripted turns go through `/api/chat` with every service (router with its classifier,
+//! recall, the persona, write plans and reflections in the background), and each turn's
+//! time to first token is set beside the model's own: the reply's final request, recorded
+//! on its way to the model, sent again straight to the model once the pipeline is idle.
+//! Per contract: calls, answers valid against their request's schema, and answers their
+//! validator accepted.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use futures::StreamExt;
+use ghost_shared::events::{persona_stream, AssistantReplied};
+use ghost_testkit::model_recorder::{Exchange, Recorder};
+use ghost_testkit::testing::{embedded_model_file, TestEnv};
+use serde_json::Value;
+
+use crate::stack::{start_stack, ServiceName};
+
+/// Options of `ghost reply-bench`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplyBenchArgs {
+    /// Chat turns, one after another in one conversation.
+    #[arg(long, default_value_t = 20)]
+    pub turns: usize,
+    /// The model's CPU threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+    /// The reply's token budget (the persona's `max_tokens`).
+    #[arg(long, default_value_t = 96)]
+    pub reply_tokens: u32,
+}
+
+/// What a newcomer says over a first conversation: likes, facts, worries, questions.
+const SCRIPT: [&str; 10] = [
+    "I love green tea. It is my favourite drink.",
+    "I live in Osaka and I work as a nurse at a hospital.",
+    "I am worried about my driving test next week.",
+    "What did I say I like to drink?",
+    "Hello!",
+    "I hate celery, it tastes like soap to me.",
+    "My sister Aiko is visiting me this weekend.",
+    "Can you help me plan a short trip to Kyoto?",
+    "Do you remember where I work?",
+    "Thanks, see you tomorrow.",
+];
+
+/// Runs the turns and prints the table BENCHMARKS.md keeps.
+pub async fn run(args: ReplyBenchArgs) -> Result<()> {
+    let model = embedded_model_file();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let model_url = format!("http://127.0.0.1:{port}");
+    let (recorder, recorder_url) = Recorder::start(model_url.clone()).await;
+    let mut vars: Vec<(String, String)> = vec![
+        ("GHOST_MODEL__ENABLED".into(), "true".into()),
+        ("GHOST_MODEL__LISTEN".into(), format!("127.0.0.1:{port}")),
+        ("GHOST_MODEL__PATH".into(), model.display().to_string()),
+        ("GHOST_MODEL__NAME".into(), "smollm2-bench".into()),
+        ("GHOST_MODEL__THREADS".into(), args.threads.to_string()),
+        ("GHOST_MODEL__MAX_TOKENS".into(), "1536".into()),
+        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS".into(), "600".into()),
+        ("GHOST_ROUTING__TURN_TIMEOUT_SECS".into(), "590".into()),
+        (
+            "GHOST_ROUTING__RULES_FILE".into(),
+            "config/routing.yaml".into(),
+        ),
+        ("GHOST_MEMORY__RECALL_ENABLED".into(), "true".into()),
+        ("GHOST_BUS__STORAGE".into(), "file".into()),
+        ("GHOST_BUS__ACK_WAIT_SECS".into(), "30".into()),
+        (
+            "GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS".into(),
+            args.reply_tokens.to_string(),
+        ),
+    ];
+    for role in ["PERSONA", "WORKER"] {
+        for (field, value) in [
+            ("PROVIDER", "openai".to_owned()),
+            ("BASE_URL", recorder_url.clone()),
+            ("MODEL", "smollm2-bench".to_owned()),
+            ("TIMEOUT_SECS", "600".to_owned()),
+        ] {
+            vars.push((format!("GHOST_LLM__{role}__{field}"), value));
+        }
+    }
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = TestEnv::new(&recorder_url, &refs).await;
+    let result = drive(&env, &args, &recorder, &model_url).await;
+    env.cleanup().await;
+    result
+}
+
+async fn drive(
+    env: &TestEnv,
+    args: &ReplyBenchArgs,
+    recorder: &Recorder,
+    model_url: &str,
+) -> Result<()> {
+    let mut services = vec![ServiceName::Model];
+    services.extend(ServiceName::ALL);
+    services.push(ServiceName::WritePlan);
+    let stack = start_stack(env.config.clone(), &services).await?;
+    let gateway = stack.gateway_addr().context("no gateway")?;
+    let http = reqwest::Client::new();
+    let token = env
+        .config
+        .secrets
+        .api_token
+        .as_ref()
+        .map(|t| t.expose().to_owned())
+        .unwrap_or_default();
+    let mut pipeline = Vec::new();
+    for i in 0..args.turns {
+        let text = SCRIPT[i % SCRIPT.len()];
+        let started = Instant::now();
+        let response = http
+            .post(format!("http://{gateway}/api/chat"))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"session_id": "reply-bench", "text": text}))
+            .send()
+            .await?;
+        let first = first_sse_token(response, gateway_token).await?;
+        pipeline.push(first.duration_since(started));
+        eprintln!(
+            "turn {:>2}: first token after {:>6.0} ms",
+            i + 1,
+            first.duration_since(started).as_secs_f64() * 1e3
+        );
+    }
+    // The background work (plans, reflections) finishes; then the model is idle.
+    let store = env.store().await;
+    let persona = persona_stream("kuro");
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        let replies = store
+            .read_stream(&ghost_shared::envelope::session_stream("reply-bench"), 0)
+            .await?
+            .iter()
+            .filter(|e| e.is::<AssistantReplied>())
+            .count();
+        let planned = store
+            .read_stream(&persona, 0)
+            .await?
+            .iter()
+            .filter(|e| e.event_type == "EventAnnotated" || e.event_type == "WritePlanRejected")
+            .count();
+        if planned >= replies || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let exchanges = recorder.exchanges();
+    let replies: Vec<&Exchange> = exchanges
+        .iter()
+        .filter(|x| x.contract().as_deref() == Some("trailer"))
+        .collect();
+    if replies.is_empty() {
+        bail!("no reply request was recorded");
+    }
+    let mut own = Vec::new();
+    for x in &replies {
+        let started = Instant::now();
+        let response = http
+            .post(format!("{model_url}/v1/chat/completions"))
+            .json(&x.request)
+            .send()
+            .await?;
+        let first = first_sse_token(response, model_token).await?;
+        own.push(first.duration_since(started));
+    }
+    stack.abort();
+    report(args, &pipeline, &own, &exchanges);
+    Ok(())
+}
+
+/// When the first SSE block that `is_token` recognises arrived.
+async fn first_sse_token(
+    response: reqwest::Response,
+    is_token: impl Fn(&str) -> bool,
+) -> Result<Instant> {
+    if !response.status().is_success() {
+        bail!("HTTP {}", response.status());
+    }
+    let mut body = response.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(chunk) = body.next().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk?));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            if is_token(&block) {
+                return Ok(Instant::now());
+            }
+        }
+    }
+    bail!("the stream ended without a token")
+}
+
+/// A gateway block carrying reply text.
+fn gateway_token(block: &str) -> bool {
+    block.lines().any(|l| l.trim() == "event: token")
+}
+
+/// A model block whose delta carries text (the first only opens the message).
+fn model_token(block: &str) -> bool {
+    block
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .any(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+        })
+}
+
+fn quantile(samples: &[Duration], q: f64) -> f64 {
+    let mut v: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+fn report(args: &ReplyBenchArgs, pipeline: &[Duration], own: &[Duration], xs: &[Exchange]) {
+    println!(
+        "ghost reply-bench: {} turns on the embedded model ({} threads), background work on",
+        args.turns, args.threads
+    );
+    println!(
+        "  time to first token, /api/chat: p50 {:.0} ms, p95 {:.0} ms",
+        quantile(pipeline, 0.5),
+        quantile(pipeline, 0.95)
+    );
+    println!(
+        "  the model's own, same final requests sent straight to it: p50 {:.0} ms, p95 {:.0} ms",
+        quantile(own, 0.5),
+        quantile(own, 0.95)
+    );
+    println!(
+        "  ratio of the p50s: {:.2}",
+        quantile(pipeline, 0.5) / quantile(own, 0.5)
+    );
+    let mut per: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for x in xs {
+        let (Some(name), Some(schema)) = (x.contract(), x.schema()) else {
+            continue;
+        };
+        if name == "trailer" {
+            continue; // a reply: free text, its trailer optional
+        }
+        let valid = serde_json::from_str::<Value>(&x.text)
+            .ok()
+            .zip(jsonschema::validator_for(schema).ok())
+            .is_some_and(|(v, s)| s.is_valid(&v));
+        let e = per.entry(name).or_default();
+        e.0 += 1;
+        e.1 += usize::from(valid);
+    }
+    let accepted = accepted_per_contract();
+    println!("  contract           calls  schema-valid  accepted");
+    for (name, (calls, valid)) in per {
+        let ok = accepted.get(&name).copied().unwrap_or(0.0);
+        println!("  {name:<18} {calls:>5}  {valid:>12}  {ok:>8.0}");
+    }
+}
+
+/// `ghost_llm_contract_answers_total{verdict="accepted"}` per contract, from this process'
+/// metrics (every service ran in it).
+fn accepted_per_contract() -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in ghost_shared::metrics::render().lines() {
+        if !line.starts_with(ghost_shared::metrics::LLM_CONTRACT_ANSWERS)
+            || !line.contains("verdict=\"accepted\"")
+        {
+            continue;
+        }
+        let contract = line
+            .split("contract=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_default();
+        let value: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        *out.entry(contract.to_owned()).or_default() += value;
+    }
+    out
+}
