@@ -59,6 +59,7 @@ fn client(max_tokens: Option<u32>, stop: Option<Vec<String>>) -> LlmClient {
             },
             timeout_secs: 300,
             max_response_bytes: 1 << 20,
+            background_concurrency: 1,
         },
         None,
     )
