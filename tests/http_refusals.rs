@@ -348,6 +348,8 @@ async fn a_plain_get_on_a_websocket_route_answers_400_websocket_required() {
         assert_refusal(&answer, 400, "websocket_required", &format!("GET {target}"));
         // The message says what the request lacked, not only that it failed.
         assert!(answer.body.contains("upgrade"), "{target}: {answer:?}");
+        let head = send(&app, "HEAD", target, Some(TOKEN), None).await;
+        assert_refusal(&head, 400, "websocket_required", &format!("HEAD {target}"));
     }
     finish(app, stored).await;
 }

@@ -87,8 +87,8 @@ fn path_refusal(rejection: PathRejection) -> ApiError {
     )
 }
 
-/// A WebSocket upgrade, or `websocket_required` with axum's status (400 for a request that
-/// is not an upgrade, 426 when the connection cannot be upgraded).
+/// A WebSocket upgrade, or `websocket_required`: 400 for a request that is not an upgrade,
+/// 426 when the connection cannot be upgraded.
 pub struct WebSocketUpgrade(pub axum::extract::ws::WebSocketUpgrade);
 
 impl<S> FromRequestParts<S> for WebSocketUpgrade
@@ -106,9 +106,12 @@ where
 }
 
 fn upgrade_refusal(rejection: WebSocketUpgradeRejection) -> ApiError {
-    let status = match rejection.status() {
-        s if s.is_client_error() || s == StatusCode::UPGRADE_REQUIRED => s,
-        _ => StatusCode::BAD_REQUEST,
+    let status = match rejection {
+        // A HEAD reaches a GET route's handler: it is no more an upgrade than a plain GET
+        // (axum's 405 for it would come without `Allow`).
+        WebSocketUpgradeRejection::MethodNotGet(_)
+        | WebSocketUpgradeRejection::MethodNotConnect(_) => StatusCode::BAD_REQUEST,
+        ref other => other.status(),
     };
     ApiError::new(
         status,
