@@ -9,7 +9,7 @@ use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AffectReflected, AssistantReplied, ModelAnswerRejected, UserMessageReceived,
 };
-use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -70,11 +70,19 @@ impl EventHandler for Reflector {
         let mut last = String::new();
         let mut affect = None;
         for _ in 0..2 {
-            let answer = self
+            let answer = match self
                 .llm
                 .complete(&messages, Call::background().shaped(&contract))
                 .await
-                .map_err(HandlerError::transient)?;
+            {
+                Ok(answer) => answer,
+                // As long again next time: this reflection's failure, recorded once.
+                Err(e @ (LlmError::Timeout { .. } | LlmError::ResponseTooLarge { .. })) => {
+                    reasons.push(format!("the model gave no answer: {e}"));
+                    break;
+                }
+                Err(e) => return Err(HandlerError::transient(e)),
+            };
             let parsed = parse_affect(&answer);
             match Affect::from_parsed(&parsed) {
                 Some(a) => {

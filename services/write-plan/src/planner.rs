@@ -16,7 +16,7 @@ use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEve
 use ghost_shared::events::{
     persona_stream, AssistantReplied, ModelAnswerRejected, UserMessageReceived, WritePlanRejected,
 };
-use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
 use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan};
 use ghost_shared::projections::MemoryProjection;
@@ -204,27 +204,37 @@ impl EventHandler for Planner {
             ChatMessage::system(character.fill_persona(&self.template)),
             ChatMessage::user(input.to_string()),
         ];
-        // Nobody waits for a plan: it yields to replies on the model.
-        let answer = self
+        // Nobody waits for a plan: it yields to replies on the model. A model that ran out
+        // of time (or of room) would take as long again: that is this plan's failure,
+        // recorded once; an endpoint out of reach is worth another delivery.
+        let called = self
             .llm
             .complete(&messages, Call::background().shaped(&contract))
-            .await
-            .map_err(HandlerError::transient)?;
+            .await;
+        let answer = match called {
+            Ok(answer) => Ok(answer),
+            Err(e @ (LlmError::Timeout { .. } | LlmError::ResponseTooLarge { .. })) => {
+                Err(vec![format!("the model gave no plan: {e}")])
+            }
+            Err(e) => return Err(HandlerError::transient(e)),
+        };
 
         let _serial = self.apply_lock.lock().await;
         self.caught_up().await?;
         let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
             .await
             .map_err(HandlerError::transient)?;
-        let parsed = WritePlan::parse(&answer);
+        let parsed = answer.clone().and_then(|a| WritePlan::parse(&a));
         let unparsable = parsed.is_err();
         let checked = parsed.and_then(|plan| validate(&plan, &memory, event.event_id));
         let verdict = match (&checked, unparsable) {
             (Ok(_), _) => Ok(()),
+            (Err(_), true) if answer.is_err() => Err("no_answer"),
             (Err(_), true) => Err("unparsable"),
             (Err(_), false) => Err("rule"),
         };
-        contract.record(self.llm.role(), &answer, verdict);
+        let raw = answer.as_deref().unwrap_or_default();
+        contract.record(self.llm.role(), raw, verdict);
         let stream = persona_stream(&reply.speaker);
         let new_events = match checked {
             Ok(checked) => {
@@ -248,7 +258,7 @@ impl EventHandler for Planner {
                     persona: reply.speaker.clone(),
                     source_event_id: event.event_id,
                     errors,
-                    raw: ModelAnswerRejected::excerpt(&answer),
+                    raw: ModelAnswerRejected::excerpt(raw),
                 };
                 vec![
                     NewEvent::caused_by(&event, REJECTED_STEP, &rejected, self.ctx.service)

@@ -11,8 +11,9 @@ use crate::memory::vocab::{
     StateOp, TargetType,
 };
 
-/// Tokens a plan may take (two states, two preferences and the rest, compactly written).
-pub const MAX_TOKENS: u32 = 1400;
+/// Tokens a plan may take: every list and text is bounded below, so the largest plan the
+/// schema admits fits (a small model fills what it is given).
+pub const MAX_TOKENS: u32 = 1000;
 
 /// What a plan may cite: the utterance planned for, the other events in its input, and
 /// the states it may change.
@@ -33,15 +34,15 @@ pub fn contract(ids: &PlanIds) -> Contract {
         .without(&["state_updates", "[]"], "payload")
         .without(&["state_updates", "[]"], "last_confirmed_at")
         .allow(&["event_annotations", "life_stage"], LifeStage::NAMES)
-        .max_items(&["event_annotations", "entities"], 3)
+        .max_items(&["event_annotations", "entities"], 2)
         .max_length(&["event_annotations", "entities", "[]", "type"], 16)
-        .max_length(&["event_annotations", "entities", "[]", "name"], 60)
+        .max_length(&["event_annotations", "entities", "[]", "name"], 40)
         .max_items(&["state_updates"], 2)
         .allow(&["state_updates", "[]", "kind"], StateKind::NAMES)
         .allow(&["state_updates", "[]", "op"], StateOp::NAMES)
         .allow(&["state_updates", "[]", "state_id"], &ids.states)
-        .max_length(&["state_updates", "[]", "body_text"], 160)
-        .max_length(&["state_updates", "[]", "reason"], 80)
+        .max_length(&["state_updates", "[]", "body_text"], 120)
+        .max_length(&["state_updates", "[]", "reason"], 60)
         .replace(
             &["state_updates", "[]", "evidence_event_ids"],
             evidence(ids),
@@ -53,20 +54,20 @@ pub fn contract(ids: &PlanIds) -> Contract {
             PreferenceDomain::NAMES,
         )
         .allow(&["preference_updates", "[]", "polarity"], Polarity::NAMES)
-        .max_length(&["preference_updates", "[]", "subject"], 60)
-        .max_length(&["preference_updates", "[]", "note"], 80)
-        .max_length(&["preference_updates", "[]", "reason"], 80)
+        .max_length(&["preference_updates", "[]", "subject"], 40)
+        .max_length(&["preference_updates", "[]", "note"], 60)
+        .max_length(&["preference_updates", "[]", "reason"], 60)
         .replace(
             &["preference_updates", "[]", "evidence_event_ids"],
             evidence(ids),
         )
-        .max_length(&["event_affect", "moment_affect_text"], 80)
-        .max_items(&["event_affect", "moment_affect_labels"], 3)
+        .max_length(&["event_affect", "moment_affect_text"], 60)
+        .max_items(&["event_affect", "moment_affect_labels"], 2)
         .max_length(&["event_affect", "moment_affect_labels", "[]"], 20)
-        .max_length(&["event_affect", "inner_thought_text"], 80)
-        .max_items(&["context_updates", "threads"], 2)
-        .max_length(&["context_updates", "threads", "[]", "thread_key"], 40)
-        .max_items(&["context_updates", "links"], 2)
+        .max_length(&["event_affect", "inner_thought_text"], 60)
+        .max_items(&["context_updates", "threads"], 1)
+        .max_length(&["context_updates", "threads", "[]", "thread_key"], 30)
+        .max_items(&["context_updates", "links"], 1)
         .allow(
             &["context_updates", "links", "[]", "to_event_id"],
             &ids.events,
@@ -75,12 +76,12 @@ pub fn contract(ids: &PlanIds) -> Contract {
             &["context_updates", "links", "[]", "label"],
             LinkLabel::NAMES,
         )
-        .max_items(&["interest_update", "attention_targets"], 3)
+        .max_items(&["interest_update", "attention_targets"], 2)
         .allow(
             &["interest_update", "attention_targets", "[]", "type"],
             TargetType::NAMES,
         )
-        .max_length(&["interest_update", "attention_targets", "[]", "value"], 60)
+        .max_length(&["interest_update", "attention_targets", "[]", "value"], 40)
         .allow(
             &["interest_update", "interaction_mode"],
             InteractionMode::NAMES,
