@@ -100,13 +100,17 @@ async fn first_text(pieces: &mut tokio::sync::mpsc::UnboundedReceiver<Piece>) ->
 #[tokio::test]
 async fn an_interactive_request_pauses_the_running_background_reply_and_goes_before_the_queued_one()
 {
+    let _one = ONE_AT_A_TIME.lock().await;
+    ghost_shared::metrics::install();
     let engine = engine();
     // What the background reply is when nothing interrupts it (greedy).
+    reset_background(engine).await;
     let (alone, _, alone_tokens) = complete(engine, story("reference")).await;
     assert!(
         alone_tokens > 40,
         "a reply long enough to interrupt: {alone:?}"
     );
+    reset_background(engine).await;
 
     let mut running = engine.generate(story("bg-running")).await.expect("served");
     let first = first_text(&mut running.pieces).await;
@@ -140,6 +144,16 @@ async fn an_interactive_request_pauses_the_running_background_reply_and_goes_bef
     assert!(
         paused_at(&journal, "bg-running") >= 1,
         "paused in its generation"
+    );
+    let metrics = ghost_shared::metrics::render();
+    let preemptions = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("ghost_model_preemptions_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(preemptions.is_some_and(|n| n >= 1.0), "{metrics}");
+    assert!(
+        metrics.contains(r#"ghost_model_queue_depth{priority="background"} 0"#),
+        "{metrics}"
     );
 }
 

@@ -4,6 +4,9 @@
 
 mod support;
 
+use ghost_shared::contracts::{
+    affect, decision, proposal, route_decision, selection, worker_output, write_plan,
+};
 use serde_json::{json, Value};
 use support::{server, NAME, ONE_AT_A_TIME};
 
@@ -275,4 +278,34 @@ async fn bad_formats_and_priorities_get_400_and_nothing_is_served() {
         .journal()
         .iter()
         .any(|s| s.label == "good-bg" && s.priority == ghost_model::engine::Priority::Background));
+}
+
+#[tokio::test]
+async fn every_ghost_contract_is_taken_as_a_grammar() {
+    let ids = write_plan::PlanIds {
+        current: "e1".into(),
+        events: vec!["e2".into()],
+        states: vec!["s1".into()],
+    };
+    let contracts = [
+        affect::reflection(),
+        decision::contract(&["speak", "wait"]),
+        proposal::contract(),
+        route_decision::classifier(),
+        route_decision::delegation(),
+        selection::contract(&["m1", "m2"], 2),
+        worker_output::contract(&["src1"]),
+        write_plan::contract(&ids),
+    ];
+    let messages = json!([{"role": "user", "content": "hi"}]);
+    for c in contracts {
+        let format = json!({"max_tokens": 4, "response_format": {"type": "json_schema",
+            "json_schema": {"name": c.name, "schema": c.schema, "strict": true}}});
+        let (status, reply) = post(&body(messages.clone(), format), &[]).await;
+        assert_eq!(status, 200, "{}: {reply}", c.name);
+    }
+    let trailer = json!({"max_tokens": 4, "trailer_format": {
+        "trigger": TRIGGER, "schema": affect::trailer().schema}});
+    let (status, reply) = post(&body(messages, trailer), &[]).await;
+    assert_eq!(status, 200, "{reply}");
 }
