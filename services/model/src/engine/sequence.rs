@@ -105,6 +105,11 @@ impl Active {
 
     /// One decode, and a sample once the prompt is in; `Some` when the reply is over.
     pub(super) fn step(&mut self, slot: &mut Slot<'_, '_>) -> Result<Option<Finish>, String> {
+        if self.tx.is_closed() {
+            // The client left (perhaps while this reply was paused or in its prompt).
+            tracing::debug!(id = self.id, "client gone; generation stopped");
+            return Ok(Some(Finish::Stop));
+        }
         let started = Instant::now();
         let in_prompt = self.decoded < self.prompt.len();
         if in_prompt {
