@@ -16,8 +16,9 @@ use ghost_shared::events::{
     persona_stream, AffectReflected, AssistantReplied, ClassifyRequested, ModelAnswerRejected,
     PreferenceUpdated, RecallPerformed, StateUpserted, WritePlanRejected,
 };
+use ghost_testkit::model_recorder::{Exchange, Recorder};
 use ghost_testkit::testing::eventually;
-use support::embedded::{free_port, overrides, Exchange, Recorder};
+use support::embedded::{free_port, overrides};
 use support::TestApp;
 
 /// A like, a fact about the user, a worry, a question about an earlier message, a greeting.

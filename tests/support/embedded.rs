@@ -4,8 +4,6 @@
 
 use ghost_testkit::testing::embedded_model_file;
 
-pub use ghost_testkit::model_recorder::{Exchange, Recorder};
-
 /// The model id the tests give the embedded server.
 pub const NAME: &str = "smollm2-test";
 
