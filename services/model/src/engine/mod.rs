@@ -1,17 +1,20 @@
 //! The inference engine: one thread owns the model and one warm llama.cpp context, and
 //! serves requests by priority, streaming each reply back as it is generated.
 //!
-//! - [`scheduler`]: the two bounded queues (interactive, background), the order of service
+//! - `scheduler`: the two bounded queues (interactive, background), the order of service
 //!   and its journal;
-//! - [`sequence`]: one reply in progress, advanced one decode at a time so that it can be
+//! - `sequence`: one reply in progress, advanced one decode at a time so that it can be
 //!   paused between any two steps (its sampler, text, token count and KV stay);
-//! - [`worker`]: the thread: loads the model, creates the context, runs the schedule.
+//! - `worker`: the thread: loads the model, creates the context, runs the schedule.
 //!
 //! Why two sequences in one context: the user's reply (interactive, sequence 0) and the
 //! background calls (write plans, reflection: sequence 1) have different prompts; each
 //! sequence keeps its own prefix in the KV cache, so a background call never evicts the
 //! persona's system prompt, and a background reply paused for an interactive one resumes
-//! where it stopped without decoding anything again.
+//! where it stopped without decoding anything again. The KV cache is not unified, so
+//! llama.cpp splits the context's cells evenly between the sequences: the context is made
+//! with twice `model.context_size` cells (twice the KV memory of one sequence) and each
+//! sequence gets the configured window.
 
 mod scheduler;
 mod sequence;
@@ -24,7 +27,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::grammar::Constraint;
 
-pub use scheduler::{Phase, Served};
+pub use scheduler::{Phase, Served, JOURNAL_LEN};
 
 /// How the engine is set up.
 #[derive(Debug, Clone)]
@@ -34,7 +37,7 @@ pub struct EngineConfig {
     /// CPU threads.
     pub threads: u32,
     /// Context window in tokens, of each of the two sequences (the llama.cpp context holds
-    /// twice as many; see [`worker`]).
+    /// twice as many; see the `worker` module).
     pub context_size: u32,
     /// Cap on generated tokens per request.
     pub max_tokens: u32,
@@ -304,7 +307,7 @@ impl Engine {
         }
     }
 
-    /// The order of service so far (the latest [`scheduler::JOURNAL_LEN`] entries).
+    /// The order of service so far (the latest [`JOURNAL_LEN`] entries).
     pub fn journal(&self) -> Vec<Served> {
         self.scheduler.journal()
     }
