@@ -1,5 +1,7 @@
 //! Bearer-token authentication for `/api/*`: `Authorization: Bearer <token>`, or, for a
-//! WebSocket upgrade only (browsers cannot set headers on one), `?token=<token>`.
+//! WebSocket upgrade only (browsers cannot set headers on one), `?token=<token>` or the
+//! subprotocol `ghost.token.<hex>` (the console's way: the token stays out of every URL, so
+//! out of the browser's logs; such a socket is answered with the subprotocol `ghost`).
 
 use axum::extract::{Query, Request, State};
 use axum::http::{header, StatusCode};
@@ -59,14 +61,58 @@ fn websocket_query_token(request: &Request) -> Option<String> {
     if !upgrade {
         return None;
     }
+    if let Some(token) = protocol_token(request.headers()) {
+        return Some(token);
+    }
     let Query(params) =
         Query::<std::collections::HashMap<String, String>>::try_from_uri(request.uri()).ok()?;
     params.get("token").cloned()
 }
 
+/// The subprotocol a WebSocket that offers its token that way is answered with.
+pub const WEBSOCKET_PROTOCOL: &str = "ghost";
+
+/// What a subprotocol carrying the token starts with; the token's bytes follow in hex (a
+/// subprotocol is an HTTP token: hex fits whatever the API token holds).
+const TOKEN_PROTOCOL_PREFIX: &str = "ghost.token.";
+
+/// The token offered in `Sec-WebSocket-Protocol` as `ghost.token.<hex>`, if any.
+pub fn protocol_token(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|p| p.trim().strip_prefix(TOKEN_PROTOCOL_PREFIX))
+        .and_then(from_hex)
+}
+
+fn from_hex(hex: &str) -> Option<String> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{constant_time_eq, protocol_token};
+
+    #[test]
+    fn token_offered_as_a_subprotocol() {
+        let mut headers = axum::http::HeaderMap::new();
+        assert_eq!(protocol_token(&headers), None);
+        let offered = "ghost, ghost.token.612f62".parse().unwrap();
+        headers.insert(axum::http::header::SEC_WEBSOCKET_PROTOCOL, offered);
+        assert_eq!(protocol_token(&headers).as_deref(), Some("a/b"));
+        let odd = "ghost.token.6".parse().unwrap();
+        headers.insert(axum::http::header::SEC_WEBSOCKET_PROTOCOL, odd);
+        assert_eq!(protocol_token(&headers), None);
+    }
 
     #[test]
     fn equal_only_when_identical() {

@@ -70,7 +70,9 @@ pub async fn events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .or(query.token.as_deref());
+        .map(str::to_owned)
+        .or_else(|| crate::auth::protocol_token(&headers))
+        .or(query.token);
     let authorized = presented
         .is_some_and(|t| constant_time_eq(t.as_bytes(), state.api_token.expose().as_bytes()));
     if !authorized {
@@ -82,6 +84,7 @@ pub async fn events(
     }
     let g = &state.ctx.config.ghost.gateway;
     Ok(ws
+        .protocols([crate::auth::WEBSOCKET_PROTOCOL])
         .max_frame_size(g.max_ws_frame_bytes)
         .max_message_size(g.max_ws_message_bytes)
         .on_upgrade(move |socket| follow(state, socket)))
@@ -98,6 +101,18 @@ fn message_frame(m: AutonomyMessage) -> Value {
         "display": m.delivery.mode.as_str(),
         "message_kind": m.delivery.message_kind,
     })
+}
+
+/// A message frame with the action result it reports (`result_event_id`, from its stored
+/// event), so a console can link the two.
+async fn with_result(state: &AppState, mut frame: Value) -> Value {
+    let Ok(id) = serde_json::from_value::<uuid::Uuid>(frame["event_id"].clone()) else {
+        return frame;
+    };
+    if let Ok(Some(event)) = state.ctx.store().get(id).await {
+        frame["result_event_id"] = event.payload["result_event_id"].clone();
+    }
+    frame
 }
 
 fn activity_frame(a: Activity) -> Value {
@@ -186,7 +201,7 @@ async fn follow(state: AppState, socket: WebSocket) {
         let frame = tokio::select! {
             m = messages.next() => match m {
                 Some(m) => match serde_json::from_slice::<AutonomyMessage>(&m.payload) {
-                    Ok(m) => message_frame(m),
+                    Ok(m) => with_result(&state, message_frame(m)).await,
                     Err(e) => { debug!(error = %e, "undecodable autonomy message"); continue }
                 },
                 None => break,

@@ -45,8 +45,8 @@ struct ChatRequest {
 
 /// A validated chat message.
 #[derive(Debug)]
-struct ChatInput {
-    session_id: String,
+pub(crate) struct ChatInput {
+    pub(crate) session_id: String,
     text: String,
     request_id: Option<String>,
 }
@@ -56,7 +56,8 @@ fn valid_id(s: &str) -> bool {
     s.len() <= 128 && crate::webhooks::valid_session_key(s)
 }
 
-fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError> {
+/// The request body as a chat message, or the refusal `POST /api/chat` answers.
+pub(crate) fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError> {
     let req: ChatRequest = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(
             "invalid_json",
@@ -152,12 +153,7 @@ pub async fn chat(
 }
 
 async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiError> {
-    let store = state.ctx.store();
-    let stream = session_stream(&input.session_id);
-    let turn = match &input.request_id {
-        Some(r) => external_event_id("http", &format!("{}/{}", input.session_id, r)),
-        None => Uuid::new_v4(),
-    };
+    let turn = turn_of(&input);
     tracing::Span::current().record("correlation_id", tracing::field::display(turn));
     let subject = state.ctx.bus().token_subject(&turn);
     // Subscribe before the turn exists, so no token can be missed.
@@ -168,29 +164,51 @@ async fn start_turn(state: AppState, input: ChatInput) -> Result<Response, ApiEr
         .subscribe(subject)
         .await
         .map_err(|e| ApiError::internal("cannot follow the reply stream", e))?;
-
-    // Only a client-keyed request can repeat an earlier turn.
-    let existing = match &input.request_id {
-        Some(_) => store
-            .get(turn)
-            .await
-            .map_err(|e| ApiError::store("cannot read the store", &e))?,
-        None => None,
-    };
-    let user_event = match existing {
-        Some(e) => same_request(e, &input)?,
-        None => {
-            append_message(&state, &stream, turn, input)
-                .instrument(info_span!("append_user_message"))
-                .await?
-        }
-    };
+    let user_event = store_message(&state, turn, input).await?;
     let (tx, rx) = mpsc::channel::<Event>(64);
     let follow = follow_turn(state.clone(), user_event, subscription, tx);
     tokio::spawn(follow.in_current_span());
     let sse =
         Sse::new(ReceiverStream::new(rx).map(Ok::<_, Infallible>)).keep_alive(KeepAlive::default());
     Ok(sse.into_response())
+}
+
+/// The turn a message starts (its user message's id): a client-keyed request's is always
+/// the same, so a retry joins the first.
+pub(crate) fn turn_of(input: &ChatInput) -> Uuid {
+    match &input.request_id {
+        Some(r) => external_event_id("http", &format!("{}/{}", input.session_id, r)),
+        None => Uuid::new_v4(),
+    }
+}
+
+/// Stores the message as `turn` (a `request_id` used before joins its first turn): the
+/// user message's event, or the refusal (`busy`, `idempotency_conflict`, ...). Also how the
+/// console's live socket sends ([`crate::conversations`]).
+pub(crate) async fn store_message(
+    state: &AppState,
+    turn: Uuid,
+    input: ChatInput,
+) -> Result<RecordedEvent, ApiError> {
+    let stream = session_stream(&input.session_id);
+    // Only a client-keyed request can repeat an earlier turn.
+    let existing = match &input.request_id {
+        Some(_) => state
+            .ctx
+            .store()
+            .get(turn)
+            .await
+            .map_err(|e| ApiError::store("cannot read the store", &e))?,
+        None => None,
+    };
+    match existing {
+        Some(e) => same_request(e, &input),
+        None => {
+            append_message(state, &stream, turn, input)
+                .instrument(info_span!("append_user_message"))
+                .await
+        }
+    }
 }
 
 /// A reused `request_id` joins the first turn only when it carries the same message;

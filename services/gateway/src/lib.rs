@@ -1,7 +1,9 @@
 //! The gateway: Ghost's HTTP front door.
 //!
 //! - [`chat`]: `POST /api/chat`, a turn streamed back as server-sent events;
-//! - [`sessions`]: `GET /api/sessions/{id}/messages`;
+//! - [`sessions`]: `GET /api/sessions/{id}/messages`; [`conversations`]: the console's
+//!   `GET /api/sessions` (the conversation list) and `GET /api/live` (WebSocket: one
+//!   conversation live, and sending to it);
 //! - [`stage`]: `GET /api/stage` (WebSocket), the multi-character stage;
 //! - [`health`]: `GET /healthz` (every part ok, degraded or down); [`metrics`]: `GET /metrics`
 //!   (Prometheus) and the webhook outcome counter;
@@ -27,6 +29,7 @@ pub mod auth;
 pub mod autonomy;
 pub mod chat;
 pub mod console;
+pub mod conversations;
 pub mod deliver;
 pub mod error;
 pub mod extract;

@@ -12,8 +12,8 @@ use axum::routing::MethodRouter;
 use axum::Router;
 
 use crate::error::ApiError;
-use crate::{autonomy, chat, console, health, memory, metrics, partner_mood};
-use crate::{recalls, sessions, stage, webhooks, AppState};
+use crate::{autonomy, chat, console, conversations, health, memory, metrics};
+use crate::{partner_mood, recalls, sessions, stage, webhooks, AppState};
 
 /// What runs before a route's handler (and before its 405).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,9 @@ pub const ROUTES: &[Route] = &[
     // Checks its own token: the header, or `?token=` (browser WebSockets).
     route!("/api/events", Open, get(autonomy::events)),
     route!("/api/chat", Bearer, post(chat::chat)),
+    route!("/api/sessions", Bearer, get(conversations::list)),
+    // Checks its own token, in its first frame (the console's live socket).
+    route!("/api/live", Open, get(conversations::live)),
     route!(
         "/api/sessions/{id}/messages",
         Bearer,

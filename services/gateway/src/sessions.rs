@@ -5,7 +5,9 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use ghost_shared::projections::{AssistantTextProjection, AUTONOMY_SOURCE};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
+use ghost_shared::envelope::EventPayload;
+use ghost_shared::projections::{AssistantTextProjection, ConversationTurn, AUTONOMY_SOURCE};
 
 use crate::error::ApiError;
 use crate::extract::Path;
@@ -28,31 +30,57 @@ pub async fn messages(
     let turns = AssistantTextProjection::recent(pool, &session_id, 200)
         .await
         .map_err(|e| ApiError::store("cannot read the conversation", &e))?;
+    let messages = as_listed(pool, turns).await?;
+    Ok(Json(
+        json!({ "session_id": session_id, "messages": messages }),
+    ))
+}
+
+/// Turns as this endpoint lists them: autonomous messages with their `display` (also the
+/// console's live socket's, [`crate::conversations`]).
+pub(crate) async fn as_listed(
+    pool: &sqlx::PgPool,
+    turns: Vec<ConversationTurn>,
+) -> Result<Vec<Value>, ApiError> {
     let autonomous: Vec<uuid::Uuid> = turns
         .iter()
         .filter(|t| t.source == AUTONOMY_SOURCE)
         .map(|t| t.event_id)
         .collect();
-    let displays = if autonomous.is_empty() {
-        Default::default()
-    } else {
-        AssistantTextProjection::autonomy_displays(pool, &autonomous)
+    // Autonomous messages carry their display style (`chat`, `notify`), as on /api/events,
+    // and the action result they report (`result_event_id`).
+    let about: std::collections::HashMap<uuid::Uuid, (Option<String>, Option<String>)> =
+        if autonomous.is_empty() {
+            Default::default()
+        } else {
+            sqlx::query_as::<_, (uuid::Uuid, Option<String>, Option<String>)>(
+                "SELECT event_id, payload->'delivery'->>'mode', payload->>'result_event_id' \
+                 FROM events WHERE event_id = ANY($1) AND event_type = $2",
+            )
+            .bind(&autonomous)
+            .bind(AutonomyMessageRendered::EVENT_TYPE)
+            .fetch_all(pool)
             .await
             .map_err(|e| ApiError::store("cannot read the conversation", &e))?
-    };
-    // Autonomous messages carry their display style (`chat`, `notify`), as on /api/events.
+            .into_iter()
+            .map(|(id, display, result)| (id, (display, result)))
+            .collect()
+        };
     let messages: Vec<Value> = turns
         .into_iter()
         .map(|t| {
-            let display = displays.get(&t.event_id).cloned();
+            let (display, result) = about.get(&t.event_id).cloned().unwrap_or_default();
             let mut v = json!(t);
-            if let (Some(display), Some(o)) = (display, v.as_object_mut()) {
-                o.insert("display".into(), Value::String(display));
+            if let Some(o) = v.as_object_mut() {
+                if let Some(display) = display {
+                    o.insert("display".into(), Value::String(display));
+                }
+                if let Some(result) = result {
+                    o.insert("result_event_id".into(), Value::String(result));
+                }
             }
             v
         })
         .collect();
-    Ok(Json(
-        json!({ "session_id": session_id, "messages": messages }),
-    ))
+    Ok(messages)
 }

@@ -5,8 +5,12 @@
 //! `{"type":"control","action":"stop"}`) ends the running one after the current turn.
 //! Server → client: `{"type":"message","speaker","display_name","text"}`,
 //! `{"type":"status","speaker","state":"thinking"|"idle"|"active"}`,
-//! `{"type":"control","next":ID}`, and `{"type":"error","code","message"}` for a frame it
-//! cannot take (the connection stays open).
+//! `{"type":"control","next":ID}`, `{"type":"user","text"}` (a run's topic),
+//! `{"type":"turn_failed","speaker","code","message"}`, `{"type":"stopping"}` (a stop was
+//! asked), `{"type":"ended","reason":"cap"|"none"|"stopped"|"error","turns"}`, and
+//! `{"type":"error","code","message"}` for a frame it cannot take (the connection stays open).
+//! With `?transcript=true` a watcher is first sent the stage's latest run so far (its frames
+//! marked `"replayed": true`), then `{"type":"ready","running":bool}`.
 //!
 //! Frames and messages are capped (`gateway.max_ws_frame_bytes`, `max_ws_message_bytes`):
 //! a bigger one closes the connection with 1009 (message too big) and a reason naming the
@@ -29,7 +33,7 @@ use uuid::Uuid;
 
 use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    stage_stream, StageMemorySaved, StageSpoke, StageStopRequested, StageTurnFailed,
+    stage_stream, StageEnded, StageMemorySaved, StageSpoke, StageStopRequested, StageTurnFailed,
     StageTurnRequested, StageUserInput,
 };
 use ghost_shared::stage_signal::{stage_subject, StageSignal};
@@ -50,6 +54,9 @@ const PING_INTERVAL: Duration = Duration::from_secs(15);
 pub struct StageQuery {
     /// The stage to join (default `default`).
     pub stage_id: Option<String>,
+    /// Whether to be sent the latest run so far first.
+    #[serde(default)]
+    pub transcript: bool,
 }
 
 /// A stage id usable in a stream name and a NATS subject token.
@@ -74,10 +81,12 @@ pub async fn stage(
         ));
     }
     let g = &state.ctx.config.ghost.gateway;
+    let transcript = query.transcript;
     Ok(ws
+        .protocols([crate::auth::WEBSOCKET_PROTOCOL])
         .max_frame_size(g.max_ws_frame_bytes)
         .max_message_size(g.max_ws_message_bytes)
-        .on_upgrade(move |socket| watch(state, stage_id, socket)))
+        .on_upgrade(move |socket| watch(state, stage_id, transcript, socket)))
 }
 
 /// Whether a read failed because a frame or message was over the size limits.
@@ -140,19 +149,39 @@ fn frames_for(event: &RecordedEvent) -> Vec<Value> {
             json!({ "type": "status", "speaker": s.speaker, "state": "idle" }),
         ]
     } else if let Ok(f) = event.decode::<StageTurnFailed>() {
-        vec![json!({ "type": "status", "speaker": f.speaker, "state": "idle" })]
+        let mut frames = vec![json!({ "type": "status", "speaker": f.speaker, "state": "idle" })];
+        frames.extend(more_frames_for(event));
+        frames
     } else if let Ok(t) = event.decode::<StageTurnRequested>() {
         vec![json!({ "type": "control", "next": t.speaker })]
     } else if let Ok(m) = event.decode::<StageMemorySaved>() {
         let last = m.speakers.last().cloned().unwrap_or_default();
         vec![json!({ "type": "status", "speaker": last, "state": "active" })]
     } else {
+        more_frames_for(event)
+    }
+}
+
+/// The frames of the events a console shows besides lines and turns: the topic, a failed
+/// turn, a stop asked, the run's end.
+fn more_frames_for(event: &RecordedEvent) -> Vec<Value> {
+    if let Ok(u) = event.decode::<StageUserInput>() {
+        vec![json!({ "type": "user", "text": u.text })]
+    } else if let Ok(f) = event.decode::<StageTurnFailed>() {
+        vec![
+            json!({ "type": "turn_failed", "speaker": f.speaker, "code": f.code, "message": f.message }),
+        ]
+    } else if event.is::<StageStopRequested>() {
+        vec![json!({ "type": "stopping" })]
+    } else if let Ok(e) = event.decode::<StageEnded>() {
+        vec![json!({ "type": "ended", "reason": e.reason.as_str(), "turns": e.turns })]
+    } else {
         Vec::new()
     }
 }
 
 /// One watcher's connection.
-async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
+async fn watch(state: AppState, stage_id: String, transcript: bool, socket: WebSocket) {
     let (mut sink, mut incoming) = socket.split();
     let stream = stage_stream(&stage_id);
     let bus = state.ctx.bus();
@@ -173,6 +202,9 @@ async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
             return;
         }
     };
+    if transcript && !send_transcript(&state, &stream, seen, &mut sink).await {
+        return;
+    }
     let mut check = tokio::time::interval(CHECK_INTERVAL);
     // A quiet stage still moves a byte now and then, so the server's idle timeout
     // (`gateway.idle_timeout_secs`) only closes watchers that are really gone.
@@ -233,6 +265,45 @@ async fn watch(state: AppState, stage_id: String, socket: WebSocket) {
             }
         }
     }
+}
+
+/// Events of a stage's stream read back to find its latest run's start.
+const TRANSCRIPT_EVENTS: i64 = 400;
+
+/// Sends the stage's latest run up to version `seen` (from its topic on, each frame marked
+/// `replayed`), then `ready` with whether a run is under way; false when the watcher left.
+async fn send_transcript<S>(state: &AppState, stream: &str, seen: i32, sink: &mut S) -> bool
+where
+    S: futures::Sink<Message> + Unpin,
+{
+    let events = match state
+        .ctx
+        .store()
+        .read_stream_tail(stream, TRANSCRIPT_EVENTS)
+        .await
+    {
+        Ok(events) => events,
+        Err(e) => {
+            warn!(error = %e, "cannot read the stage's transcript");
+            Vec::new()
+        }
+    };
+    let events: Vec<&RecordedEvent> = events.iter().filter(|e| e.version <= seen).collect();
+    let start = events
+        .iter()
+        .rposition(|e| e.is::<StageUserInput>())
+        .unwrap_or(events.len());
+    let mut frames: Vec<Value> = events[start..]
+        .iter()
+        .flat_map(|e| frames_for(e))
+        .filter(|f| f["type"] != "status")
+        .map(|mut f| {
+            f["replayed"] = Value::Bool(true);
+            f
+        })
+        .collect();
+    frames.push(json!({ "type": "ready", "running": running(state, events.last().copied()) }));
+    crate::conversations::send_all(sink, frames).await
 }
 
 /// Appends to `out` the frames of every event after `seen`.
