@@ -9,6 +9,13 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
+/// WebDriver's Enter, Shift and Control keys.
+pub const ENTER: &str = "\u{E007}";
+/// Shift.
+pub const SHIFT: &str = "\u{E008}";
+/// Control.
+pub const CONTROL: &str = "\u{E009}";
+
 /// The key under which WebDriver returns an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -48,17 +55,26 @@ impl Driver {
         Driver { child, url }
     }
 
-    /// A headless Chromium session with a `width` × `height` window.
+    /// A headless Chromium session with a `width` × `height` window, keeping the page's
+    /// console messages for [`Browser::console_log`].
     pub async fn browser(&self, width: u32, height: u32) -> Browser {
         let http = reqwest::Client::new();
+        let mut options = json!({
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", format!("--window-size={width},{height}"),
+                     "--lang=ja"]
+        });
+        // A window is at least 500 px wide: a phone's viewport is emulated.
+        if width < 500 {
+            options["mobileEmulation"] = json!({ "deviceMetrics": {
+                "width": width, "height": height, "pixelRatio": 1.0, "touch": true, "mobile": true
+            }});
+        }
         let caps = json!({ "capabilities": { "alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                         "--disable-dev-shm-usage", format!("--window-size={width},{height}"),
-                         "--lang=ja"]
-            }
+            "goog:loggingPrefs": { "browser": "ALL" },
+            "goog:chromeOptions": options
         }}});
         let answer: Value = http
             .post(format!("{}/session", self.url))
@@ -203,12 +219,75 @@ impl Browser {
                 Err(e) => panic!("clear {css}: {e}"),
             }
         };
+        self.type_into_element(&element, css, text).await;
+    }
+
+    /// Types `text` into the field `css` matches, after what it holds (WebDriver key codes
+    /// such as [`ENTER`] included).
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css).await.unwrap_or_else(|| panic!("no {css}"));
+        self.type_into_element(&element, css, text).await;
+    }
+
+    async fn type_into_element(&self, element: &str, css: &str, text: &str) {
         self.post(
             &format!("/element/{element}/value"),
             json!({ "text": text }),
         )
         .await
         .unwrap_or_else(|e| panic!("type into {css}: {e}"));
+    }
+
+    /// Presses keys (WebDriver actions): `chord` held together, in order, then released.
+    pub async fn press(&self, chord: &[&str]) {
+        let mut actions: Vec<Value> = chord
+            .iter()
+            .map(|k| json!({ "type": "keyDown", "value": k }))
+            .collect();
+        actions.extend(
+            chord
+                .iter()
+                .rev()
+                .map(|k| json!({ "type": "keyUp", "value": k })),
+        );
+        self.post(
+            "/actions",
+            json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": actions }] }),
+        )
+        .await
+        .expect("key actions");
+        let _ = self.call(reqwest::Method::DELETE, "/actions", None).await;
+    }
+
+    /// The page's address.
+    pub async fn url(&self) -> String {
+        self.get_string("/url").await
+    }
+
+    /// A command's string answer ("" when it fails).
+    async fn get_string(&self, path: &str) -> String {
+        self.get(path)
+            .await
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// What the page logged to its console since the last call (errors, warnings, network
+    /// failures, `console.*` calls), as `LEVEL source: message` lines.
+    pub async fn console_log(&self) -> Vec<String> {
+        let entries = self
+            .post("/se/log", json!({ "type": "browser" }))
+            .await
+            .expect("browser log (goog:loggingPrefs)");
+        entries
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| format!("{} {}: {}", e["level"], e["source"], e["message"]))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Runs `script` in the page and returns its result.
@@ -220,11 +299,7 @@ impl Browser {
 
     /// The page's HTML (for failure messages).
     pub async fn source(&self) -> String {
-        self.get("/source")
-            .await
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
+        self.get_string("/source").await
     }
 
     /// A PNG of the window.

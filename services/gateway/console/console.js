@@ -1,16 +1,122 @@
-// Ghost console: sign in with the API token, then Chat (POST /api/chat, server-sent events,
-// and the persona's autonomous messages), Activity (both live over the GET /api/events
-// WebSocket), Stage (GET /api/stage WebSocket) and Mood & memory (/api/partner_mood,
-// /api/memory). Plain browser JavaScript: no build step. All text goes in with textContent,
-// never as HTML.
+// Ghost console. Sign in with the API token, then:
+// - Chat: the conversation list (GET /api/sessions) beside the open conversation, which is
+//   live over the console's socket (GET /api/live: its history, every new message whoever
+//   sent it, whether a reply is being written and its words as they come; messages are sent
+//   on it too, so a refusal is an answer, not a failed request);
+// - Activity: the persona's deliberations, one card each (GET /api/events WebSocket), and
+//   "Deliberate now" (POST /api/autonomy/tick);
+// - Stage: GET /api/stage (WebSocket); Mood: /api/partner_mood and /api/memory.
+// Each view has its own address (#/chat/<session>, #/chats, #/activity, #/stage/<id>,
+// #/mood). The token stays in this tab's session storage and goes in no URL: the live
+// socket takes it in its first frame, the other sockets as a subprotocol. All text goes in
+// with textContent, never as HTML. Plain browser JavaScript: no build step.
 "use strict";
 
-const state = { token: sessionStorage.getItem("ghost.token") || "", stage: null, events: null };
-/** Most activity entries kept on the page (older ones drop off the end). */
-const ACTIVITY_LIMIT = 200;
 const $ = (id) => document.getElementById(id);
+const TOKEN_KEY = "ghost.token";
+const SESSION_KEY = "ghost.session";
+/** Most deliberations kept in Activity (older ones drop off the end). */
+const ACTIVITY_LIMIT = 100;
+/** The session ids the gateway takes for a chat (the alphabet of session keys). */
+const SESSION_RE = /^[A-Za-z0-9_.:@-]{1,128}$/;
+const STAGE_RE = /^[A-Za-z0-9_-]{1,64}$/;
+/** Text with kana or kanji is marked Japanese (fonts, line breaking, screen readers). */
+const JAPANESE_RE = /[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]/;
 
-// --- API -------------------------------------------------------------------------------
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) || "",
+  signedIn: false,
+  live: null, // the console's socket
+  events: null, // GET /api/events
+  stage: null,
+  persona: "",
+  names: {},
+  maxChars: 8000,
+  session: "", // the open conversation
+  turn: null, // its turn state (the last `turn` frame)
+  pending: null, // the bubble of the reply being written
+  sending: null, // the message waiting for `sent` or `refused`
+  nextRef: 1,
+  view: "",
+  target: "", // a message to show (#/chat/<session>/<event id>)
+  listBefore: null,
+  unseen: 0,
+  stageRunning: false,
+  reconnect: null,
+};
+
+// --- Words ---------------------------------------------------------------------------------
+const name = (id) => state.names[id] || id || "The persona";
+const personaName = () => name(state.persona);
+
+/** What a refused message's code means, for the person who typed it. */
+function refusalText(code, message) {
+  const p = personaName();
+  switch (code) {
+    case "busy": return p + " is still answering your previous message. Your message is kept: send it once the reply is here.";
+    case "text_too_long":
+    case "body_too_large": return "This message is too long (at most " + state.maxChars + " characters). It is kept so you can shorten it.";
+    case "empty_text": return "Type a message first.";
+    case "invalid_session_id": return "This conversation name cannot be used: letters, digits and - _ . : @ only, up to 128.";
+    case "store_unavailable": return "The server cannot reach its database just now. Your message is kept: try again in a moment.";
+    case "idempotency_conflict": return "This message clashes with an earlier one. It is kept: send it again.";
+    case "not_connected": return "Not connected to the server. Your message is kept and can be sent once the connection is back.";
+    default: return "The server did not take this message" + (message ? " (" + message + ")" : "") + ". It is kept: try again.";
+  }
+}
+
+/** Why a reply did not come, in plain words. */
+function failureText(code, message) {
+  const p = personaName();
+  if (code === "turn_timed_out" && message) return message;
+  if (code === "turn_timed_out" || code === "timeout") return p + " took too long to answer. Send your message again to retry.";
+  if (/^llm|model/.test(code || "")) return p + " could not answer: the language model is not responding properly right now. Try again in a moment.";
+  return p + " could not answer this message. Try sending it again.";
+}
+
+/** A stage frame's code in plain words. */
+function stageErrorText(code) {
+  switch (code) {
+    case "busy": return "A run is already going on this stage: wait for it to finish, or stop it.";
+    case "not_running": return "Nothing is running on this stage.";
+    case "text_too_long": return "This topic is too long (at most " + state.maxChars + " characters).";
+    case "empty_text": return "Type a topic first.";
+    default: return "The stage did not take that. Try again.";
+  }
+}
+
+function formatTime(at) {
+  const d = new Date(at);
+  if (isNaN(d)) return "";
+  const now = new Date();
+  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (d.toDateString() === now.toDateString()) return time;
+  return d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time;
+}
+
+function timeEl(at) {
+  const t = document.createElement("time");
+  const d = at ? new Date(at) : new Date();
+  t.dateTime = d.toISOString();
+  t.textContent = formatTime(d);
+  t.title = d.toLocaleString();
+  return t;
+}
+
+function textEl(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  el.textContent = text;
+  if (JAPANESE_RE.test(text)) el.lang = "ja";
+  return el;
+}
+
+function showNotice(el, text) {
+  el.textContent = text || "";
+  el.hidden = !text;
+}
+
+// --- HTTP and sockets ----------------------------------------------------------------------
 async function api(method, path, body) {
   const init = { method, headers: { Authorization: "Bearer " + state.token } };
   if (body !== undefined) {
@@ -19,290 +125,629 @@ async function api(method, path, body) {
   }
   const response = await fetch(path, init);
   if (response.status === 401) {
-    signOut("The token was refused.");
-    throw new Error("unauthorized");
+    signOut("The token is no longer accepted: sign in again.");
+    throw new Error("signed out");
   }
   return response;
 }
 
+/** A refusal's reason, in words (the JSON error's message). */
 async function errorText(response) {
   try {
     const body = await response.json();
-    if (body && body.error) return body.error.code + ": " + body.error.message;
+    if (body && body.error && body.error.message) return body.error.message;
   } catch (_) { /* not JSON */ }
-  return "HTTP " + response.status;
+  return "The server answered " + response.status + ".";
 }
 
-// --- Sign in and views ------------------------------------------------------------------
-function show(view) {
-  for (const section of document.querySelectorAll(".view")) {
-    section.hidden = section.id !== "view-" + view;
+function socketUrl(path) {
+  return (location.protocol === "https:" ? "wss:" : "ws:") + "//" + location.host + path;
+}
+
+/** The subprotocols of an authenticated socket: the token in hex, in no URL. */
+function tokenProtocols() {
+  const hex = Array.from(new TextEncoder().encode(state.token), (b) => b.toString(16).padStart(2, "0")).join("");
+  return ["ghost", "ghost.token." + hex];
+}
+
+// --- Signing in and out ----------------------------------------------------------------------
+$("signin-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const token = $("signin-token").value.trim();
+  if (!token) return;
+  $("signin-error").textContent = "";
+  $("signin-submit").disabled = true;
+  state.token = token;
+  connectLive();
+});
+
+/** The socket every signed-in page keeps: it also tells whether the token is right. */
+function connectLive() {
+  if (state.live) return;
+  const ws = new WebSocket(socketUrl("/api/live"));
+  state.live = ws;
+  ws.onopen = () => ws.send(JSON.stringify({ type: "auth", token: state.token }));
+  ws.onmessage = (event) => onLive(ws, JSON.parse(event.data));
+  ws.onclose = () => {
+    if (state.live !== ws) return;
+    state.live = null;
+    liveStatus(false);
+    if (!state.signedIn) {
+      $("signin").hidden = false;
+      $("signin-submit").disabled = false;
+      if (!$("signin-error").textContent) $("signin-error").textContent = "Could not reach the server. Try again in a moment.";
+      return;
+    }
+    // Watching again brings back everything said meanwhile.
+    clearTimeout(state.reconnect);
+    state.reconnect = setTimeout(() => { if (state.signedIn && !state.live) connectLive(); }, 2000);
+  };
+}
+
+function onLive(ws, frame) {
+  if (state.live !== ws) return;
+  switch (frame.type) {
+    case "ready":
+      state.persona = frame.persona;
+      state.names = frame.names || {};
+      state.maxChars = frame.max_message_chars || state.maxChars;
+      state.autonomySession = frame.autonomy_session_id || "console";
+      liveStatus(true);
+      if (!state.signedIn) signedIn();
+      else if (state.session) watch(state.session);
+      break;
+    case "error":
+      if (frame.code === "unauthorized") {
+        state.live = null;
+        signOut(state.signedIn ? "The token is no longer accepted: sign in again." : "That token is not right.");
+      } else {
+        showNotice($("chat-notice"), "The server could not do that just now. Try again in a moment.");
+      }
+      break;
+    case "history": onHistory(frame); break;
+    case "message": if (frame.session_id === state.session) showMessage(frame, true); listTouched(frame.session_id, frame); break;
+    case "turn": if (frame.session_id === state.session) onTurn(frame); break;
+    case "token": onToken(frame); break;
+    case "reset": if (state.pending) { state.pending.text.textContent = ""; state.pending.li.dataset.tokens = "0"; } break;
+    case "sent": onSent(frame); break;
+    case "refused": onRefused(frame); break;
   }
-  for (const tab of document.querySelectorAll("#tabs button[data-view]")) {
-    tab.classList.toggle("active", tab.dataset.view === view);
-  }
-  if (view === "mood") {
-    loadMood();
-    loadMemory();
-  }
+}
+
+function liveStatus(live) {
+  $("events-status").textContent = live ? "Live" : "Offline";
+  $("events-status").classList.toggle("live", live);
 }
 
 function signedIn() {
-  $("tabs").hidden = false;
-  show("chat");
-  loadHistory();
+  state.signedIn = true;
+  sessionStorage.setItem(TOKEN_KEY, state.token);
+  $("signin-token").value = "";
+  $("signin-submit").disabled = false;
+  $("signin").hidden = true;
+  $("app").hidden = false;
   connectEvents();
-  learnPersona();
+  route();
 }
 
-/** The chat persona's id: the sender name of its streamed replies (as in the history). */
-async function learnPersona() {
-  try {
-    const response = await api("GET", "/api/memory");
-    if (response.ok) state.persona = (await response.json()).persona;
-  } catch (_) { /* the replies are then signed "persona" */ }
-}
-
+/** Signed out: every socket closed, every view emptied, nothing of the session left. */
 function signOut(message) {
+  state.signedIn = false;
   state.token = "";
-  sessionStorage.removeItem("ghost.token");
-  if (state.stage) state.stage.close();
-  if (state.events) {
-    const ws = state.events;
-    state.events = null;
-    ws.close();
+  sessionStorage.removeItem(TOKEN_KEY);
+  localStorage.removeItem(SESSION_KEY);
+  clearTimeout(state.reconnect);
+  clearTimeout(state.linking);
+  for (const key of ["live", "events", "stage"]) {
+    const ws = state[key];
+    state[key] = null;
+    if (ws) ws.close();
   }
-  $("tabs").hidden = true;
-  show("signin");
+  Object.assign(state, {
+    persona: "", names: {}, session: "", turn: null, pending: null, sending: null,
+    target: "", listBefore: null, unseen: 0, stageRunning: false, view: "", linking: null,
+  });
+  for (const id of ["chat-log", "session-list", "activity-log", "stage-log", "mood-current",
+    "memory-interest", "memory-states", "memory-preferences"]) {
+    $(id).replaceChildren();
+  }
+  for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session"]) $(id).value = "";
+  for (const id of ["chat-notice", "stage-error", "mood-error", "memory-error"]) showNotice($(id), "");
+  for (const id of ["chat-title", "chat-sub", "activity-note"]) $(id).textContent = "";
+  activityGroups.clear();
+  activityOwner.clear();
+  shownActivity.clear();
+  badge();
+  document.title = "Ghost console";
+  $("stage-status").textContent = "Not watching.";
+  $("app").hidden = true;
+  $("signin").hidden = false;
   $("signin-error").textContent = message || "";
+  $("signin-submit").disabled = false;
+  history.replaceState(null, "", location.pathname);
+  $("signin-token").focus();
+}
+$("sign-out").addEventListener("click", () => signOut("Signed out."));
+
+// --- Views and addresses ---------------------------------------------------------------------
+/** #/chat/<session>[/<event id>], #/chats, #/activity, #/stage[/<id>], #/mood. */
+function route() {
+  if (!state.signedIn) return;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => {
+    try { return decodeURIComponent(p); } catch (_) { return ""; }
+  });
+  let view = parts[0] || "chat";
+  if (!["chat", "chats", "activity", "stage", "mood"].includes(view)) view = "chat";
+  const section = view === "chats" ? "chat" : view;
+  for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + section;
+  for (const tab of document.querySelectorAll("#tabs a")) {
+    tab.classList.toggle("active", tab.dataset.view === section);
+    if (tab.dataset.view === section) tab.setAttribute("aria-current", "page");
+    else tab.removeAttribute("aria-current");
+  }
+  $("view-chat").classList.toggle("show-list", view === "chats");
+  const entering = state.view !== view;
+  state.view = view;
+  if (section === "chat") {
+    const wanted = parts[1] && SESSION_RE.test(parts[1]) ? parts[1] : state.session || localStorage.getItem(SESSION_KEY) || "console";
+    state.target = parts[2] || "";
+    // The address names the conversation shown (a reload comes back to it).
+    if (parts[1] !== wanted || view === "chats") {
+      const address = view === "chats" ? "#/chats" : "#/chat/" + encodeURIComponent(wanted) + (state.target ? "/" + encodeURIComponent(state.target) : "");
+      if (location.hash !== address) history.replaceState(null, "", address);
+    }
+    if (wanted !== state.session) openSession(wanted);
+    else showTarget();
+    if (entering) loadSessions();
+  }
+  if (section === "activity") {
+    state.unseen = 0;
+    badge();
+    if (entering) setTimeout(() => {
+      for (const li of document.querySelectorAll("#activity-log > li.unseen")) li.classList.remove("unseen");
+    }, 4000);
+  }
+  if (section === "stage") {
+    const id = parts[1] || "";
+    if (id && STAGE_RE.test(id) && (!state.stage || state.stage.stageId !== id)) {
+      $("stage-id").value = id;
+      watchStage(id);
+    }
+  }
+  if (section === "mood" && entering) {
+    loadMood();
+    loadMemory();
+  }
+  document.title = { chat: "Chat", chats: "Conversations", activity: "Activity", stage: "Stage", mood: "Mood" }[view] + " · Ghost console";
+}
+window.addEventListener("hashchange", route);
+
+// --- Conversation list -------------------------------------------------------------------------
+async function loadSessions(more) {
+  try {
+    const query = "?limit=30" + (more && state.listBefore != null ? "&before=" + state.listBefore : "");
+    const response = await api("GET", "/api/sessions" + query);
+    if (!response.ok) return;
+    const body = await response.json();
+    if (!more) $("session-list").replaceChildren();
+    for (const s of body.sessions) sessionItem(s.session_id, s.last, false);
+    state.listBefore = body.next_before;
+    $("list-more").hidden = body.next_before == null;
+    if (!more && !body.sessions.some((s) => s.session_id === state.session) && state.session) {
+      sessionItem(state.session, null, true);
+    }
+    markActiveSession();
+  } catch (_) { /* signed out meanwhile */ }
+}
+$("list-more").addEventListener("click", () => loadSessions(true));
+
+/** A conversation in the list (moved to the top when `first`), with its last message. */
+function sessionItem(id, last, first) {
+  let li = document.querySelector('#session-list li[data-session="' + CSS.escape(id) + '"]');
+  if (!li) {
+    li = document.createElement("li");
+    li.dataset.session = id;
+    const a = document.createElement("a");
+    a.href = "#/chat/" + encodeURIComponent(id);
+    a.append(textEl("span", "name", id), document.createElement("time"), textEl("span", "last", ""));
+    li.appendChild(a);
+    $("session-list").appendChild(li);
+  }
+  if (first) $("session-list").prepend(li);
+  if (last) {
+    const who = last.role === "user" ? (last.source === "http" ? "You: " : "") : name(last.speaker) + ": ";
+    const lastEl = li.querySelector(".last");
+    lastEl.textContent = who + last.text.replace(/\s+/g, " ");
+    lastEl.lang = JAPANESE_RE.test(last.text) ? "ja" : "";
+    li.querySelector("time").replaceWith(timeEl(last.recorded_at));
+  }
+  $("session-empty").hidden = $("session-list").children.length > 0;
+  return li;
 }
 
-$("signin-form").addEventListener("submit", async (e) => {
+function markActiveSession() {
+  for (const li of document.querySelectorAll("#session-list li")) {
+    const active = li.dataset.session === state.session;
+    li.classList.toggle("active", active);
+    if (active) li.classList.remove("unread");
+  }
+}
+
+/** Something was said in `id`: to the top of the list, marked unread unless open. */
+function listTouched(id, last) {
+  const li = sessionItem(id, last, true);
+  if (id !== state.session) li.classList.add("unread");
+  markActiveSession();
+}
+
+$("list-new").addEventListener("click", () => {
+  $("new-form").hidden = !$("new-form").hidden;
+  if (!$("new-form").hidden) $("new-session").focus();
+});
+$("new-form").addEventListener("submit", (e) => {
   e.preventDefault();
-  $("signin-error").textContent = "";
-  const token = $("signin-token").value.trim();
-  // Any answer but 401 means the token is right (the check reads one empty conversation).
-  const response = await fetch("/api/sessions/console-sign-in/messages", {
-    headers: { Authorization: "Bearer " + token },
-  });
-  if (response.status === 401) {
-    $("signin-error").textContent = "Wrong token.";
+  const id = $("new-session").value.trim();
+  if (!SESSION_RE.test(id) || id === "." || id === "..") {
+    $("new-session").setCustomValidity("Letters, digits and - _ . : @ only, up to 128.");
+    $("new-session").reportValidity();
     return;
   }
-  state.token = token;
-  sessionStorage.setItem("ghost.token", token);
-  $("signin-token").value = "";
-  signedIn();
+  $("new-session").value = "";
+  $("new-form").hidden = true;
+  location.hash = "#/chat/" + encodeURIComponent(id);
 });
-$("sign-out").addEventListener("click", () => signOut(""));
-for (const tab of document.querySelectorAll("#tabs button[data-view]")) {
-  tab.addEventListener("click", () => show(tab.dataset.view));
+$("new-session").addEventListener("input", () => $("new-session").setCustomValidity(""));
+
+// --- The open conversation ---------------------------------------------------------------------
+function openSession(id) {
+  state.session = id;
+  state.turn = null;
+  state.pending = null;
+  localStorage.setItem(SESSION_KEY, id);
+  $("chat-log").replaceChildren();
+  $("chat-title").textContent = id;
+  subtitle();
+  showNotice($("chat-notice"), "");
+  $("chat-text").placeholder = "Message " + personaName();
+  markActiveSession();
+  watch(id);
 }
 
-// --- Chat --------------------------------------------------------------------------------
-function sessionId() {
-  let id = $("chat-session").value.trim();
-  if (!id) {
-    // "console" is where the persona's autonomous messages go by default
-    // (autonomy.session_id): the console's own conversation is that one.
-    id = localStorage.getItem("ghost.session") || "console";
-    $("chat-session").value = id;
+function watch(id) {
+  if (state.live && state.live.readyState === WebSocket.OPEN) {
+    state.live.send(JSON.stringify({ type: "watch", session_id: id }));
   }
-  localStorage.setItem("ghost.session", id);
-  return id;
 }
 
-/** One line of a log: `kind` is user, persona or status (plus autonomy, notify). */
-function line(log, kind, who, text) {
+function subtitle() {
+  const running = state.turn && state.turn.state === "running";
+  $("chat-sub").textContent = "with " + personaName() + (running ? " · writing a reply…" : "");
+}
+
+function onHistory(frame) {
+  if (frame.session_id !== state.session) return;
+  $("chat-log").replaceChildren();
+  state.pending = null;
+  for (const m of frame.messages) showMessage(m, false);
+  if (!frame.messages.length) {
+    const li = textEl("li", "status", "No messages yet. Say something to " + personaName() + ".");
+    li.id = "chat-empty";
+    $("chat-log").appendChild(li);
+  }
+  $("chat-text").placeholder = "Message " + personaName();
+  subtitle();
+  showTarget();
+  scrollDown(true);
+}
+
+/** The bottom of the log is in view (new messages then keep it there). */
+function nearBottom(log) {
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+}
+
+function scrollDown(force) {
+  const log = $("chat-log");
+  if (force || nearBottom(log)) log.scrollTop = log.scrollHeight;
+}
+
+function whoOf(m) {
+  if (m.role === "user") {
+    if (m.source === "http") return "You";
+    const platform = { line: "LINE", slack: "Slack" }[m.source] || m.source;
+    return platform + " · " + m.speaker;
+  }
+  return name(m.speaker);
+}
+
+/** A message bubble: who, when, what. */
+function bubble(kind, who, at, text) {
   const li = document.createElement("li");
   li.className = kind;
-  if (who) {
-    const name = document.createElement("span");
-    name.className = "who";
-    name.textContent = who;
-    li.appendChild(name);
-  }
-  const body = document.createElement("span");
-  body.className = "text";
-  body.textContent = text;
-  li.appendChild(body);
-  log.appendChild(li);
-  log.scrollTop = log.scrollHeight;
-  return body;
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  meta.append(textEl("span", "who", who), timeEl(at));
+  const body = textEl("div", "text", text);
+  li.append(meta, body);
+  return { li, text: body, meta };
 }
 
-async function loadHistory() {
-  const id = sessionId();
-  $("chat-error").textContent = "";
-  const response = await api("GET", "/api/sessions/" + encodeURIComponent(id) + "/messages");
-  if (!response.ok) {
-    $("chat-error").textContent = await errorText(response);
+/** Shows a stored message once (it may come with the history, live, and as `sent`). */
+function showMessage(m, live) {
+  if (m.event_id && document.querySelector('#chat-log li[data-event-id="' + CSS.escape(m.event_id) + '"]')) return;
+  $("chat-empty")?.remove();
+  const follow = nearBottom($("chat-log"));
+  let b;
+  if (live && m.role === "assistant" && m.source !== "autonomy_message" && state.pending) {
+    // The reply being written is this one: it becomes the stored reply.
+    b = state.pending;
+    state.pending = null;
+    b.li.className = "persona done";
+    b.text.textContent = m.text;
+    b.text.lang = JAPANESE_RE.test(m.text) ? "ja" : "";
+    b.meta.querySelector("time, .typing").replaceWith(timeEl(m.recorded_at));
+  } else {
+    let kind = m.role === "user" ? "user" : "persona";
+    if (m.source === "autonomy_message") kind += " autonomy" + (m.display === "notify" ? " notify" : "");
+    b = bubble(kind, whoOf(m), m.recorded_at, m.text);
+    if (m.role === "assistant" && m.source !== "autonomy_message") b.li.classList.add("done");
+    if (state.pending && state.pending.li.isConnected) $("chat-log").insertBefore(b.li, state.pending.li);
+    else $("chat-log").appendChild(b.li);
+  }
+  if (m.event_id) b.li.dataset.eventId = m.event_id;
+  if (m.result_event_id) b.li.dataset.resultEventId = m.result_event_id;
+  b.li.title = m.source === "autonomy_message" ? "Said on its own" : "";
+  if (m.result_event_id) linkActivity(m.result_event_id, state.session, m.event_id, m.text);
+  scrollDown(follow || m.role === "user");
+}
+
+/** The bubble of the reply being written (a `running` turn, or tokens arriving). */
+function pendingBubble() {
+  if (state.pending && state.pending.li.isConnected) return state.pending;
+  $("chat-empty")?.remove();
+  const follow = nearBottom($("chat-log"));
+  const b = bubble("persona pending", personaName(), null, "");
+  b.meta.querySelector("time").replaceWith(textEl("span", "typing", "writing…"));
+  b.li.dataset.tokens = "0";
+  $("chat-log").appendChild(b.li);
+  state.pending = b;
+  scrollDown(follow);
+  return b;
+}
+
+function onTurn(frame) {
+  state.turn = frame;
+  if (frame.state === "running") {
+    pendingBubble();
+  } else {
+    if (state.pending) state.pending.li.remove();
+    state.pending = null;
+    if (frame.state === "failed") {
+      const key = "failed-" + frame.turn;
+      if (!document.getElementById(key)) {
+        const li = textEl("li", "notice", failureText(frame.code, frame.message));
+        li.id = key;
+        li.dataset.code = frame.code || "";
+        $("chat-log").appendChild(li);
+        scrollDown(true);
+      }
+    }
+  }
+  subtitle();
+}
+
+function onToken(frame) {
+  const b = pendingBubble();
+  b.li.classList.replace("pending", "streaming");
+  b.text.textContent += frame.delta;
+  if (JAPANESE_RE.test(frame.delta)) b.text.lang = "ja";
+  // How many token frames built the reply (shows it streamed; the browser test reads it).
+  b.li.dataset.tokens = String(Number(b.li.dataset.tokens || 0) + 1);
+  scrollDown(false);
+}
+
+// Sending: the text stays in the box until the server has taken it.
+function sendChat() {
+  const text = $("chat-text").value;
+  if (!text.trim() || state.sending) return;
+  if ([...text].length > state.maxChars) {
+    showNotice($("chat-notice"), refusalText("text_too_long"));
     return;
   }
-  const body = await response.json();
-  $("chat-log").replaceChildren();
-  for (const m of body.messages) {
-    if (m.role === "user") {
-      line($("chat-log"), "user", "you", m.text);
-    } else if (m.source === "autonomy_message") {
-      utterance(m.event_id, m.speaker, m.text, m.display);
-    } else {
-      const text = line($("chat-log"), "persona", m.speaker, m.text);
-      text.parentElement.dataset.eventId = m.event_id;
-    }
+  if (!state.live || state.live.readyState !== WebSocket.OPEN) {
+    showNotice($("chat-notice"), refusalText("not_connected"));
+    return;
   }
-}
-
-/** An autonomous message: the persona's utterance like any reply; `notify` only looks
- * different. Shown once, whether it came live or with the history. */
-function utterance(eventId, speaker, text, display) {
-  if (eventId && document.querySelector('#chat-log li[data-event-id="' + CSS.escape(eventId) + '"]')) return;
-  const kind = "persona autonomy" + (display === "notify" ? " notify" : "");
-  const body = line($("chat-log"), kind, speaker, text);
-  if (eventId) body.parentElement.dataset.eventId = eventId;
-}
-$("chat-load").addEventListener("click", loadHistory);
-
-/** Reads server-sent events from a fetch body, calling `onEvent(name, data)` for each. */
-async function readSse(response, onEvent) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder("utf-8"); // stream: true keeps split UTF-8 sequences whole
-  let buffer = "";
-  let name = "message";
-  let data = [];
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let newline;
-    while ((newline = buffer.search(/\r?\n/)) >= 0) {
-      const text = buffer.slice(0, newline);
-      buffer = buffer.slice(buffer[newline] === "\r" ? newline + 2 : newline + 1);
-      if (text === "") {
-        if (data.length) onEvent(name, data.join("\n"));
-        name = "message";
-        data = [];
-      } else if (text.startsWith("event:")) {
-        name = text.slice(6).trim();
-      } else if (text.startsWith("data:")) {
-        data.push(text.slice(5).replace(/^ /, ""));
-      }
-    }
-  }
-}
-
-$("chat-form").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  const text = $("chat-text").value;
-  if (!text.trim()) return;
-  $("chat-error").textContent = "";
+  showNotice($("chat-notice"), "");
+  const ref = state.nextRef++;
+  state.sending = { ref, text, session: state.session };
   $("chat-send").disabled = true;
-  line($("chat-log"), "user", "you", text);
-  $("chat-text").value = "";
-  const reply = line($("chat-log"), "persona", "…", "");
-  reply.parentElement.classList.add("streaming");
-  try {
-    const response = await api("POST", "/api/chat", { session_id: sessionId(), text });
-    if (!response.ok) {
-      reply.parentElement.remove();
-      $("chat-error").textContent = await errorText(response);
-      return;
-    }
-    await readSse(response, (name, data) => {
-      const payload = JSON.parse(data);
-      if (name === "token") {
-        reply.textContent += payload.delta;
-        // How many token events built the reply (shows it streamed; the browser test reads it).
-        reply.parentElement.dataset.tokens = String(Number(reply.parentElement.dataset.tokens || 0) + 1);
-      } else if (name === "done") {
-        reply.textContent = payload.reply_text;
-        reply.parentElement.dataset.eventId = payload.event_id;
-        reply.parentElement.classList.remove("streaming");
-        reply.parentElement.classList.add("done");
-      } else if (name === "error") {
-        reply.parentElement.classList.remove("streaming");
-        $("chat-error").textContent = payload.code + ": " + payload.message;
-      }
-    });
-    reply.previousSibling.textContent = state.persona || "persona";
-    if (!reply.parentElement.classList.contains("done") && !$("chat-error").textContent) {
-      $("chat-error").textContent = "The reply stream ended early; Load shows what was stored.";
-    }
-  } catch (err) {
-    $("chat-error").textContent = String(err);
-  } finally {
-    $("chat-send").disabled = false;
+  state.live.send(JSON.stringify({ type: "send", session_id: state.session, text, ref }));
+}
+
+function onSent(frame) {
+  const sending = state.sending;
+  if (!sending || sending.ref !== frame.ref) return;
+  state.sending = null;
+  $("chat-send").disabled = false;
+  if ($("chat-text").value === sending.text) $("chat-text").value = "";
+  autosize($("chat-text"));
+  if (sending.session === state.session) {
+    showMessage({ event_id: frame.event_id, role: "user", source: "http", speaker: "user", text: sending.text, recorded_at: new Date().toISOString() }, true);
   }
+  listTouched(sending.session, { role: "user", source: "http", text: sending.text, recorded_at: new Date().toISOString() });
+}
+
+function onRefused(frame) {
+  const sending = state.sending;
+  if (!sending || sending.ref !== frame.ref) return;
+  state.sending = null;
+  $("chat-send").disabled = false;
+  const notice = $("chat-notice");
+  showNotice(notice, refusalText(frame.code, frame.message));
+  notice.dataset.code = frame.code;
+  $("chat-text").focus();
+}
+
+$("chat-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sendChat();
 });
 
-// --- Live events: autonomous messages and activity (GET /api/events) ---------------------
-function eventsStatus(text) {
-  $("events-status").textContent = "Live messages: " + text;
+/** Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter is a new line; an IME
+ * composing text keeps its Enter. */
+function enterSends(textarea, send) {
+  textarea.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    e.preventDefault();
+    send();
+  });
+  textarea.addEventListener("input", () => autosize(textarea));
 }
 
+function autosize(textarea) {
+  textarea.style.height = "auto";
+  textarea.style.height = Math.min(textarea.scrollHeight + 2, 160) + "px";
+}
+enterSends($("chat-text"), sendChat);
+
+/** #/chat/<session>/<event id>: that message, scrolled to and marked. */
+function showTarget() {
+  if (!state.target) return;
+  const li = document.querySelector('#chat-log li[data-event-id="' + CSS.escape(state.target) + '"]');
+  if (!li) return;
+  for (const old of document.querySelectorAll("#chat-log li.target")) old.classList.remove("target");
+  li.classList.add("target");
+  li.scrollIntoView({ block: "center" });
+}
+
+// --- Live events: activity, and messages in other conversations (GET /api/events) -------------
 function connectEvents() {
   if (state.events) return;
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  // Browsers cannot set headers on a WebSocket: the token rides in the query.
-  const ws = new WebSocket(scheme + "//" + location.host + "/api/events?token=" + encodeURIComponent(state.token));
+  const ws = new WebSocket(socketUrl("/api/events"), tokenProtocols());
   state.events = ws;
-  eventsStatus("connecting…");
   ws.onmessage = (event) => {
+    if (state.events !== ws) return;
     const frame = JSON.parse(event.data);
-    if (frame.type === "ready") {
-      eventsStatus("connected.");
-    } else if (frame.type === "message") {
-      if (frame.session_id === sessionId()) {
-        utterance(frame.event_id, frame.speaker, frame.text, frame.display);
-      } else {
-        line($("chat-log"), "status", "", frame.speaker + " said something in session " + frame.session_id + " (Load it to read).");
-      }
+    if (frame.type === "message") {
+      addStep({ kind: "message", event_id: frame.event_id, detail: { result_event_id: frame.result_event_id, session_id: frame.session_id, text: frame.text } });
+      // The open conversation gets it over the live socket; the list learns of it here.
+      listTouched(frame.session_id, { role: "assistant", speaker: frame.speaker, text: frame.text, recorded_at: new Date().toISOString() });
     } else if (frame.type === "activity") {
       activity(frame);
-    } else if (frame.type === "error") {
-      eventsStatus(frame.code + ": " + frame.message);
     }
   };
   ws.onclose = () => {
     if (state.events !== ws) return; // signed out: stay closed
     state.events = null;
-    eventsStatus("disconnected; reconnecting…");
-    // Reconnect while signed in; what was said meanwhile is in the history (Load).
-    setTimeout(() => { if (state.token && !state.events) connectEvents(); }, 3000);
+    setTimeout(() => { if (state.signedIn && !state.events) connectEvents(); }, 3000);
   };
 }
 
-/** What an activity entry is about, in one line, and the capability it concerns. */
-function describeActivity(frame) {
+// --- Activity: one card per deliberation -------------------------------------------------------
+/** Cards by deliberation (tick) id. */
+const activityGroups = new Map();
+/** The deliberation each decision and result belongs to. */
+const activityOwner = new Map();
+
+function badge() {
+  const el = $("activity-badge");
+  el.textContent = state.unseen > 99 ? "99+" : String(state.unseen);
+  el.hidden = state.unseen === 0;
+  el.setAttribute("aria-label", state.unseen + " new");
+}
+
+/** The deliberation an entry belongs to, and the ids later entries will name it by. */
+function ownerOf(frame) {
+  const d = frame.detail || {};
+  switch (frame.kind) {
+    case "decided":
+    case "dropped":
+      activityOwner.set(frame.event_id, d.tick_event_id);
+      return d.tick_event_id || frame.event_id;
+    case "started":
+      return activityOwner.get(d.decision_event_id) || d.decision_event_id;
+    case "result": {
+      const owner = activityOwner.get(d.decision_event_id) || d.decision_event_id;
+      activityOwner.set(frame.event_id, owner);
+      return owner;
+    }
+    default:
+      return activityOwner.get(d.result_event_id) || d.result_event_id || frame.event_id;
+  }
+}
+
+function card(owner, at, replayed) {
+  let g = activityGroups.get(owner);
+  if (g) return g;
+  const li = document.createElement("li");
+  li.className = "tick";
+  li.dataset.tick = owner;
+  const head = document.createElement("div");
+  head.className = "tick-head";
+  const title = document.createElement("strong");
+  title.textContent = "Deliberation";
+  head.append(title, timeEl(at));
+  const steps = document.createElement("ol");
+  steps.className = "steps";
+  li.append(head, steps);
+  if (!replayed && state.view !== "activity") li.classList.add("unseen");
+  $("activity-log").prepend(li);
+  g = { li, title, steps };
+  activityGroups.set(owner, g);
+  while ($("activity-log").children.length > ACTIVITY_LIMIT) {
+    const last = $("activity-log").lastElementChild;
+    activityGroups.delete(last.dataset.tick);
+    last.remove();
+  }
+  $("activity-empty").hidden = true;
+  return g;
+}
+
+const ACTIONS = { web_research: "look something up on the web" };
+
+/** What an entry says: its kind in words, a title, more text, links, details. */
+function describe(frame) {
   const d = frame.detail || {};
   switch (frame.kind) {
     case "decided": {
       const decision = d.decision || {};
-      const delivery = decision.console_delivery ? " → " + decision.console_delivery.mode : "";
+      const act = decision.decision === "do_action";
+      const what = ACTIONS[decision.action_type] || (decision.capability || "act").replace(/_/g, " ");
+      const delivery = decision.console_delivery ? " and tell you in " + (decision.console_delivery.mode === "notify" ? "a notification" : "the chat") : "";
       return {
+        kind: "Decided",
         capability: decision.capability || "",
-        title: (decision.decision || "decided") + (decision.action_type ? " (" + decision.action_type + ")" : "") + delivery,
+        title: act ? "Decided to " + what + delivery + "." : "Decided to do nothing for now.",
+        summary: act ? "Chose to " + what : "Nothing to do",
         text: decision.reason || "",
       };
     }
-    case "dropped":
-      return { capability: "", title: "dropped: " + (d.reason || "?"), text: (d.errors || []).join("; ") };
-    case "started":
-      return { capability: d.capability || "", title: "started", text: "" };
-    case "result": {
-      // Monitoring gets the facts only (never the summary or raw output): show the sources,
-      // the agent job, or else the payload itself, shortened.
-      const payload = d.result_payload || {};
-      let text = "";
-      if (Array.isArray(payload.source_urls) && payload.source_urls.length) text = payload.source_urls.join("\n");
-      else if (d.agent_job) text = "job " + JSON.stringify(d.agent_job);
-      else if (Object.keys(payload).length) text = JSON.stringify(payload).slice(0, 300);
-      return { capability: d.capability_name || "", title: "result: " + (d.result_status || "?"), text };
+    case "dropped": {
+      const why = { invalid_decision: "The model's decision could not be read, so nothing was done." }[d.reason] ||
+        "The decision was set aside (" + String(d.reason || "no reason given").replace(/_/g, " ") + ").";
+      return { kind: "Set aside", capability: "", title: why, summary: "Set aside", details: [d.reason].concat(d.errors || []).filter(Boolean).join("\n") };
     }
+    case "started":
+      return { kind: "Started", capability: d.capability || "", title: "Started." };
+    case "result": {
+      const payload = d.result_payload || {};
+      const ok = /^(ok|success|succeeded|done)$/i.test(d.result_status || "");
+      const links = Array.isArray(payload.source_urls) ? payload.source_urls : [];
+      let details = "";
+      if (d.agent_job) details = JSON.stringify(d.agent_job);
+      else if (!links.length && Object.keys(payload).length) details = JSON.stringify(payload).slice(0, 300);
+      return {
+        kind: "Result", capability: d.capability_name || "",
+        title: ok ? "Done." : "Did not work out (" + String(d.result_status || "unknown").replace(/_/g, " ") + ").",
+        summary: ok ? "Done" : "Failed", links, details,
+      };
+    }
+    case "message":
+      return { kind: "Message", capability: "", title: "Said in " + (d.session_id || "the chat") + ":", text: d.text || "", summary: "Told you" };
     case "message_failed":
-      return { capability: "", title: "message failed", text: d.error || "" };
+      return { kind: "Message failed", capability: "", title: "Could not send its message.", summary: "Message failed", details: d.error || "" };
     default:
-      return { capability: "", title: frame.kind, text: JSON.stringify(d) };
+      return { kind: frame.kind, capability: "", title: "", details: JSON.stringify(d) };
   }
 }
 
@@ -310,125 +755,255 @@ function describeActivity(frame) {
 const shownActivity = new Set();
 
 function activity(frame) {
+  if (addStep(frame) && !frame.replayed && state.view !== "activity") {
+    state.unseen += 1;
+    badge();
+  }
+  // The message about a result shown from the past is in the persona's conversation.
+  if (frame.kind === "result" && frame.replayed && !state.linking) {
+    state.linking = setTimeout(linkPastMessages, 300);
+  }
+}
+
+/** Adds an entry to its deliberation's card; false when it was there already. */
+function addStep(frame) {
   const key = frame.kind + ":" + frame.event_id;
-  if (shownActivity.has(key)) return;
+  if (shownActivity.has(key)) return false;
   shownActivity.add(key);
-  const about = describeActivity(frame);
+  const about = describe(frame);
+  const g = card(ownerOf(frame), frame.recorded_at, frame.replayed);
   const li = document.createElement("li");
   li.className = "kind-" + frame.kind;
   li.dataset.kind = frame.kind;
+  li.dataset.eventId = frame.event_id;
   if (frame.replayed) li.classList.add("replayed");
   const head = document.createElement("div");
-  head.className = "head";
-  const kind = document.createElement("span");
-  kind.className = "kind";
-  kind.textContent = frame.kind;
-  const capability = document.createElement("span");
-  capability.className = "capability";
-  capability.textContent = about.capability;
-  const time = document.createElement("time");
-  const at = frame.recorded_at ? new Date(frame.recorded_at) : new Date();
-  time.dateTime = at.toISOString();
-  time.textContent = at.toLocaleTimeString();
-  head.append(kind, capability, time);
-  const title = document.createElement("div");
-  title.className = "title";
-  title.textContent = about.title;
-  li.append(head, title);
-  if (about.text) {
-    const text = document.createElement("div");
-    text.className = "text";
-    text.textContent = about.text;
-    li.appendChild(text);
+  head.className = "step-head";
+  head.append(textEl("span", "kind", about.kind), textEl("span", "capability", about.capability), timeEl(frame.recorded_at));
+  li.append(head, textEl("div", "title", about.title));
+  if (about.text) li.appendChild(textEl("div", "text", about.text));
+  if (about.links && about.links.length) {
+    const ul = document.createElement("ul");
+    ul.className = "links";
+    for (const url of about.links) {
+      const a = document.createElement("a");
+      a.href = url;
+      a.textContent = url;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      const item = document.createElement("li");
+      item.appendChild(a);
+      ul.appendChild(item);
+    }
+    li.appendChild(ul);
   }
-  const log = $("activity-log");
-  log.prepend(li);
-  while (log.children.length > ACTIVITY_LIMIT) log.lastElementChild.remove();
-  $("activity-empty").hidden = true;
+  if (about.details) {
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = "Technical details";
+    details.append(summary, textEl("pre", "", about.details));
+    li.appendChild(details);
+  }
+  if (frame.kind === "message") {
+    const a = document.createElement("a");
+    a.className = "open-message";
+    a.href = "#/chat/" + encodeURIComponent(frame.detail.session_id || "console") + "/" + encodeURIComponent(frame.event_id);
+    a.textContent = "Open in chat";
+    li.appendChild(a);
+  }
+  g.steps.appendChild(li);
+  if (about.summary) g.title.textContent = about.summary + (about.capability ? " · " + about.capability.replace(/_/g, " ") : "");
+  if (!frame.replayed && state.view !== "activity") g.li.classList.add("unseen");
+  return true;
 }
+
+/** A message the persona said about a result: its card gets a step linking to it. */
+function linkActivity(resultEventId, sessionId, eventId, text) {
+  if (!activityOwner.has(resultEventId) || shownActivity.has("message:" + eventId)) return;
+  addStep({ kind: "message", event_id: eventId, replayed: true, detail: { result_event_id: resultEventId, session_id: sessionId, text } });
+}
+
+/** The past results' messages, from the conversation the persona's messages go to. */
+async function linkPastMessages() {
+  const session = state.autonomySession || "console";
+  try {
+    const response = await api("GET", "/api/sessions/" + encodeURIComponent(session) + "/messages");
+    if (!response.ok) return;
+    for (const m of (await response.json()).messages) {
+      if (m.result_event_id) linkActivity(m.result_event_id, session, m.event_id, m.text);
+    }
+  } catch (_) { /* signed out meanwhile */ }
+}
+
 $("activity-clear").addEventListener("click", () => {
   $("activity-log").replaceChildren();
+  activityGroups.clear();
   $("activity-empty").hidden = false;
 });
 
-// --- Stage -------------------------------------------------------------------------------
+$("activity-tick").addEventListener("click", async () => {
+  $("activity-tick").disabled = true;
+  $("activity-note").textContent = "";
+  try {
+    const response = await api("POST", "/api/autonomy/tick");
+    $("activity-note").textContent = response.ok
+      ? personaName() + " is deliberating; what it decides shows up here."
+      : "Could not ask for a deliberation: " + (await errorText(response));
+  } catch (_) {
+    $("activity-note").textContent = "Could not reach the server.";
+  } finally {
+    setTimeout(() => { $("activity-tick").disabled = false; }, 1500);
+  }
+});
+
+// --- Stage ----------------------------------------------------------------------------------
 function stageStatus(text) {
   $("stage-status").textContent = text;
 }
 
-$("stage-connect").addEventListener("click", () => {
+function stageControls() {
+  const open = state.stage && state.stage.readyState === WebSocket.OPEN;
+  $("stage-send").disabled = !open || state.stageRunning;
+  $("stage-stop").disabled = !open || !state.stageRunning;
+}
+
+$("stage-join").addEventListener("submit", (e) => {
+  e.preventDefault();
   const id = $("stage-id").value.trim() || "default";
-  $("stage-id").value = id;
-  if (state.stage) state.stage.close();
-  $("stage-log").replaceChildren();
-  $("stage-error").textContent = "";
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  // Browsers cannot set headers on a WebSocket: the token rides in the query.
-  const url = scheme + "//" + location.host + "/api/stage?stage_id=" + encodeURIComponent(id) +
-    "&token=" + encodeURIComponent(state.token);
-  const ws = new WebSocket(url);
-  state.stage = ws;
-  stageStatus("Connecting to " + id + "…");
-  ws.onopen = () => {
-    stageStatus("Watching " + id + ".");
-    $("stage-send").disabled = false;
-    $("stage-stop").disabled = false;
-  };
-  ws.onclose = (event) => {
-    if (state.stage !== ws) return;
-    stageStatus("Disconnected" + (event.reason ? ": " + event.reason : "."));
-    $("stage-send").disabled = true;
-    $("stage-stop").disabled = true;
-  };
-  ws.onmessage = (event) => {
-    const frame = JSON.parse(event.data);
-    if (frame.type === "message") {
-      line($("stage-log"), "persona", frame.display_name || frame.speaker, frame.text);
-    } else if (frame.type === "status") {
-      const what = { thinking: "is thinking…", idle: "is done", active: "has the floor" }[frame.state] || frame.state;
-      stageStatus(frame.speaker + " " + what);
-    } else if (frame.type === "control") {
-      line($("stage-log"), "status", "", "next: " + frame.next);
-    } else if (frame.type === "error") {
-      $("stage-error").textContent = frame.code + ": " + frame.message;
-    }
-  };
+  if (!STAGE_RE.test(id)) {
+    showNotice($("stage-error"), "A stage name is 1 to 64 letters, digits, - or _.");
+    return;
+  }
+  location.hash = "#/stage/" + encodeURIComponent(id);
+  if (state.stage && state.stage.stageId === id && state.stage.readyState <= WebSocket.OPEN) return;
+  watchStage(id);
 });
 
-$("stage-form").addEventListener("submit", (e) => {
-  e.preventDefault();
+function watchStage(id) {
+  if (state.stage) {
+    const old = state.stage;
+    state.stage = null;
+    old.close();
+  }
+  $("stage-log").replaceChildren();
+  showNotice($("stage-error"), "");
+  state.stageRunning = false;
+  // The run so far first (transcript), then what happens.
+  const ws = new WebSocket(socketUrl("/api/stage?transcript=true&stage_id=" + encodeURIComponent(id)), tokenProtocols());
+  ws.stageId = id;
+  state.stage = ws;
+  stageStatus("Joining " + id + "…");
+  stageControls();
+  ws.onopen = stageControls;
+  ws.onclose = () => {
+    if (state.stage !== ws) return;
+    state.stage = null;
+    stageStatus("Not watching " + id + " any more (the connection closed). Watch to join again.");
+    stageControls();
+  };
+  ws.onmessage = (event) => {
+    if (state.stage === ws) stageFrame(id, JSON.parse(event.data));
+  };
+}
+
+function stageLine(kind, who, text) {
+  const log = $("stage-log");
+  const follow = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+  const li = who ? bubble(kind, who, null, text).li : textEl("li", kind, text);
+  if (who) li.querySelector("time").remove();
+  log.appendChild(li);
+  if (follow) log.scrollTop = log.scrollHeight;
+  return li;
+}
+
+function stageFrame(id, frame) {
+  switch (frame.type) {
+    case "ready":
+      state.stageRunning = frame.running;
+      stageStatus(frame.running ? "Watching " + id + ": a run is going on." : "Watching " + id + ". Give the characters a topic to start a run.");
+      break;
+    case "user":
+      state.stageRunning = true;
+      stageLine("user", "Topic", frame.text);
+      if (!frame.replayed) stageStatus("Watching " + id + ": the run has started.");
+      break;
+    case "message":
+      stageLine("persona", frame.display_name || name(frame.speaker), frame.text);
+      break;
+    case "status": {
+      const who = name(frame.speaker);
+      if (frame.state === "thinking") stageStatus(who + " is thinking…");
+      else if (frame.state === "active") stageStatus("Watching " + id + ".");
+      break;
+    }
+    case "control":
+      stageLine("status", "", "Next: " + name(frame.next));
+      break;
+    case "turn_failed":
+      stageLine("notice", "", name(frame.speaker) + " could not answer.").dataset.code = frame.code;
+      break;
+    case "stopping":
+      stageStatus("Stopping after the current turn…");
+      break;
+    case "ended": {
+      state.stageRunning = false;
+      const turns = frame.turns === 1 ? "1 turn" : frame.turns + " turns";
+      const text = {
+        stopped: "Stopped after " + turns + ".",
+        error: "Ended after " + turns + ": a character could not answer.",
+      }[frame.reason] || "Finished after " + turns + ".";
+      stageLine("status ended", "", text).dataset.reason = frame.reason;
+      if (!frame.replayed) stageStatus(text + " Give a new topic to start again.");
+      else stageStatus("Watching " + id + ". " + text);
+      break;
+    }
+    case "error":
+      showNotice($("stage-error"), stageErrorText(frame.code));
+      break;
+  }
+  stageControls();
+}
+
+function sendStage() {
   const text = $("stage-text").value;
-  if (!text.trim() || !state.stage || state.stage.readyState !== WebSocket.OPEN) return;
-  line($("stage-log"), "user", "you", text);
+  if (!text.trim() || !state.stage || state.stage.readyState !== WebSocket.OPEN || state.stageRunning) return;
+  if ([...text].length > state.maxChars) {
+    showNotice($("stage-error"), stageErrorText("text_too_long"));
+    return;
+  }
+  showNotice($("stage-error"), "");
   state.stage.send(JSON.stringify({ type: "user", text }));
   $("stage-text").value = "";
+  autosize($("stage-text"));
+}
+$("stage-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sendStage();
 });
+enterSends($("stage-text"), sendStage);
 $("stage-stop").addEventListener("click", () => {
-  if (state.stage && state.stage.readyState === WebSocket.OPEN) {
+  if (state.stage && state.stage.readyState === WebSocket.OPEN && state.stageRunning) {
     state.stage.send(JSON.stringify({ type: "stop" }));
+    $("stage-stop").disabled = true;
   }
 });
 
-// --- Mood --------------------------------------------------------------------------------
+// --- Mood ----------------------------------------------------------------------------------
 function moodQuery() {
   const persona = $("mood-persona").value.trim();
   return persona ? "?persona=" + encodeURIComponent(persona) : "";
 }
 
-function meter(parent, name, value) {
+function meter(parent, label, value) {
   const row = document.createElement("div");
   row.className = "meter";
-  const label = document.createElement("span");
-  label.textContent = name;
   const track = document.createElement("span");
   track.className = "track";
   const fill = document.createElement("span");
   fill.className = "bar-fill";
   fill.style.width = Math.round(Math.max(0, Math.min(1, value)) * 100) + "%";
   track.appendChild(fill);
-  const number = document.createElement("span");
-  number.textContent = Number(value).toFixed(2);
-  row.append(label, track, number);
+  row.append(textEl("span", "", label), track, textEl("span", "", Number(value).toFixed(2)));
   parent.appendChild(row);
 }
 
@@ -437,33 +1012,52 @@ function showMood(answer) {
   card.replaceChildren();
   const title = document.createElement("h3");
   title.id = "mood-summary";
-  title.textContent = answer.persona + ": " + answer.state.label +
+  title.textContent = name(answer.persona) + ": " + answer.state.label +
     (answer.overridden ? " (override)" : " (computed)");
   card.appendChild(title);
   meter(card, "intensity", answer.state.intensity);
-  for (const [name, value] of Object.entries(answer.state.components)) meter(card, name, value);
+  for (const [n, value] of Object.entries(answer.state.components)) meter(card, n, value);
   const policy = answer.state.response_policy;
   meter(card, "cooperation", policy.cooperation);
   meter(card, "refusal bias", policy.refusal_bias);
-  const allowed = document.createElement("p");
-  allowed.textContent = "refusal allowed: " + (policy.refusal_allowed ? "yes" : "no");
-  card.appendChild(allowed);
+  card.appendChild(textEl("p", "status", "refusal allowed: " + (policy.refusal_allowed ? "yes" : "no")));
+  // The override form starts from what is shown.
+  const round = (v) => String(Math.round(Number(v) * 1000) / 1000);
+  $("mood-label").value = answer.state.label;
+  $("mood-intensity").value = round(answer.state.intensity);
+  for (const n of ["joy", "sadness", "anger", "fear"]) $("mood-" + n).value = round(answer.state.components[n] || 0);
+  $("mood-cooperation").value = round(policy.cooperation);
+  $("mood-refusal-bias").value = round(policy.refusal_bias);
+  $("mood-refusal-allowed").checked = !!policy.refusal_allowed;
 }
 
-async function moodCall(method, body) {
-  $("mood-error").textContent = "";
-  const response = await api(method, "/api/partner_mood" + moodQuery(), body);
-  if (!response.ok) {
-    $("mood-error").textContent = await errorText(response);
-    return;
+/** Calls the API and shows its answer with `show`, or why not in `notice`. */
+async function callAndShow(method, path, body, notice, show) {
+  showNotice(notice, "");
+  try {
+    const response = await api(method, path, body);
+    if (!response.ok) {
+      showNotice(notice, await errorText(response));
+      return;
+    }
+    show(await response.json());
+  } catch (_) {
+    if (state.signedIn) showNotice(notice, "Could not reach the server.");
   }
-  showMood(await response.json());
+}
+
+function moodCall(method, body) {
+  return callAndShow(method, "/api/partner_mood" + moodQuery(), body, $("mood-error"), showMood);
 }
 
 function loadMood() {
-  moodCall("GET").catch((err) => { $("mood-error").textContent = String(err); });
+  moodCall("GET");
 }
-$("mood-refresh").addEventListener("click", loadMood);
+$("mood-which").addEventListener("submit", (e) => {
+  e.preventDefault();
+  loadMood();
+  loadMemory();
+});
 $("mood-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const n = (id) => Number($(id).value);
@@ -476,21 +1070,14 @@ $("mood-form").addEventListener("submit", (e) => {
       refusal_bias: n("mood-refusal-bias"),
       refusal_allowed: $("mood-refusal-allowed").checked,
     },
-  }).catch((err) => { $("mood-error").textContent = String(err); });
+  });
 });
-$("mood-clear").addEventListener("click", () => {
-  moodCall("DELETE").catch((err) => { $("mood-error").textContent = String(err); });
-});
+$("mood-clear").addEventListener("click", () => moodCall("DELETE"));
 
-// --- Memory (read-only) -------------------------------------------------------------------
+// --- Memory (read-only) -----------------------------------------------------------------------
 function fact(list, main, detail) {
   const li = document.createElement("li");
-  const text = document.createElement("span");
-  text.className = "text";
-  text.textContent = main;
-  const small = document.createElement("small");
-  small.textContent = detail;
-  li.append(text, small);
+  li.append(textEl("span", "text", main), textEl("small", "", detail));
   list.appendChild(li);
 }
 
@@ -522,21 +1109,13 @@ function showMemory(answer) {
   for (const t of i.attention_targets || []) meter(interest, t.type + ": " + t.value, t.weight);
 }
 
-async function loadMemory() {
-  $("memory-error").textContent = "";
-  try {
-    const response = await api("GET", "/api/memory" + moodQuery());
-    if (!response.ok) {
-      $("memory-error").textContent = await errorText(response);
-      return;
-    }
-    showMemory(await response.json());
-  } catch (err) {
-    $("memory-error").textContent = String(err);
-  }
+function loadMemory() {
+  return callAndShow("GET", "/api/memory" + moodQuery(), undefined, $("memory-error"), showMemory);
 }
-$("mood-refresh").addEventListener("click", loadMemory);
 
-// --- Start ---------------------------------------------------------------------------------
-$("chat-session").value = localStorage.getItem("ghost.session") || "";
-if (state.token) signedIn(); else show("signin");
+// --- Start -------------------------------------------------------------------------------------
+if (state.token) {
+  connectLive(); // signs in when the stored token is still right
+} else {
+  $("signin").hidden = false;
+}
