@@ -450,6 +450,17 @@ async fn at_a_phone(channels: &ChannelApp, browser: &Browser, search: &FakeSearc
     // The conversation list: every conversation with its last message; one opens.
     browser.click("#view-chat .back").await;
     at(browser, "#/chats").await;
+    // A name field's pattern holds under the `v` flag browsers use (an invalid one would
+    // validate nothing, and be logged).
+    let validity = js(
+        browser,
+        "(f => ['a b', 'line:user:U1', 'x'.repeat(129), 'ok_1.2@x-y'].map(v => { f.value = v; return f.checkValidity(); }))(document.getElementById('new-session'))",
+    )
+    .await;
+    assert_eq!(validity, json!([false, true, false, true]));
+    browser
+        .execute("document.getElementById('new-session').value = ''; return true;")
+        .await;
     let list = text_of(browser, "#session-list", |t| t.contains("console-chat")).await;
     assert!(list.contains(session), "{list}");
     assert!(list.contains("LINEでもよろしくね。"), "{list}");
