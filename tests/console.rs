@@ -658,6 +658,42 @@ async fn at_a_desktop(app: &TestApp, browser: &Browser) {
     .await;
     fits_the_screen(browser, "stage").await;
     screenshot(browser, "desktop-stage").await;
+    // Stop, while a run goes: it ends, stopped.
+    let slow = |id: &str, text: &str| {
+        let model = format!("{}-model", id.to_lowercase());
+        let script = Script::reply(text).with_delay(Duration::from_secs(2));
+        app.llm.push_for_model(&model, script);
+    };
+    slow("LUMINA", "少し考えさせて。[Next: NOX]");
+    slow("NOX", "それなら私が。[Next: CLARIS]");
+    browser.fill("#stage-id", "desk-stage").await;
+    browser.click("#stage-connect").await;
+    at(browser, "#/stage/desk-stage").await;
+    text_of(browser, "#stage-status", |t| {
+        t.contains("Watching desk-stage")
+    })
+    .await;
+    browser
+        .fill("#stage-text", "[Next: ルミナ] 止めてみる")
+        .await;
+    browser.type_into("#stage-text", ENTER).await;
+    eventually(PATIENCE, "Stop enabled", || async {
+        let stop = browser.find("#stage-stop").await?;
+        browser
+            .attr(&stop, "disabled")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    browser.click("#stage-stop").await;
+    let stopped = text_of(browser, "#stage-log li.ended", |t| !t.is_empty()).await;
+    assert!(stopped.starts_with("Stopped after"), "{stopped}");
+    let stop = browser.find("#stage-stop").await.expect("stop");
+    assert_eq!(
+        browser.attr(&stop, "disabled").await.as_deref(),
+        Some("true")
+    );
 
     browser.click("#tabs a[data-view=mood]").await;
     text_of(browser, "#mood-summary", |t| t.contains("(computed)")).await;

@@ -43,6 +43,10 @@ const state = {
   unseen: 0,
   stageRunning: false,
   reconnect: null,
+  epoch: 0, // one more at each sign-out: answers to calls from before it are dropped
+  autonomySession: "console",
+  linking: null,
+  listTimer: null,
 };
 
 // --- Words ---------------------------------------------------------------------------------
@@ -89,7 +93,7 @@ function formatTime(at) {
   const d = new Date(at);
   if (isNaN(d)) return "";
   const now = new Date();
-  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const time = d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
   if (d.toDateString() === now.toDateString()) return time;
   return d.toLocaleDateString([], { month: "short", day: "numeric" }) + " " + time;
 }
@@ -117,27 +121,28 @@ function showNotice(el, text) {
 }
 
 // --- HTTP and sockets ----------------------------------------------------------------------
+/** Calls the API: `{ok, body}`, or `{ok: false, error}` with the refusal's reason in words.
+ * Throws when the person signed out meanwhile (nothing that comes back after that is shown). */
 async function api(method, path, body) {
+  const epoch = state.epoch;
   const init = { method, headers: { Authorization: "Bearer " + state.token } };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const response = await fetch(path, init);
+  let answer = null;
+  try {
+    answer = await response.json();
+  } catch (_) { /* not JSON */ }
+  if (epoch !== state.epoch) throw new Error("signed out");
   if (response.status === 401) {
     signOut("The token is no longer accepted: sign in again.");
     throw new Error("signed out");
   }
-  return response;
-}
-
-/** A refusal's reason, in words (the JSON error's message). */
-async function errorText(response) {
-  try {
-    const body = await response.json();
-    if (body && body.error && body.error.message) return body.error.message;
-  } catch (_) { /* not JSON */ }
-  return "The server answered " + response.status + ".";
+  if (response.ok) return { ok: true, body: answer };
+  const reason = answer && answer.error && answer.error.message;
+  return { ok: false, error: reason || "The server answered " + response.status + "." };
 }
 
 function socketUrl(path) {
@@ -228,16 +233,19 @@ function signedIn() {
   $("app").hidden = false;
   connectEvents();
   route();
+  refreshSessionsLater();
 }
 
 /** Signed out: every socket closed, every view emptied, nothing of the session left. */
 function signOut(message) {
+  state.epoch += 1;
   state.signedIn = false;
   state.token = "";
   sessionStorage.removeItem(TOKEN_KEY);
   localStorage.removeItem(SESSION_KEY);
   clearTimeout(state.reconnect);
   clearTimeout(state.linking);
+  clearTimeout(state.listTimer);
   for (const key of ["live", "events", "stage"]) {
     const ws = state[key];
     state[key] = null;
@@ -326,9 +334,10 @@ window.addEventListener("hashchange", route);
 async function loadSessions(more) {
   try {
     const query = "?limit=30" + (more && state.listBefore != null ? "&before=" + state.listBefore : "");
-    const response = await api("GET", "/api/sessions" + query);
-    if (!response.ok) return;
-    const body = await response.json();
+    const answer = await api("GET", "/api/sessions" + query);
+    if (!answer.ok) return;
+    const body = answer.body;
+    const unread = new Set([...document.querySelectorAll("#session-list li.unread")].map((li) => li.dataset.session));
     if (!more) $("session-list").replaceChildren();
     for (const s of body.sessions) sessionItem(s.session_id, s.last, false);
     state.listBefore = body.next_before;
@@ -336,8 +345,20 @@ async function loadSessions(more) {
     if (!more && !body.sessions.some((s) => s.session_id === state.session) && state.session) {
       sessionItem(state.session, null, true);
     }
+    for (const id of unread) document.querySelector('#session-list li[data-session="' + CSS.escape(id) + '"]')?.classList.add("unread");
     markActiveSession();
   } catch (_) { /* signed out meanwhile */ }
+}
+
+/** While Chat is shown, the list is read again now and then (messages in other
+ * conversations, from LINE or Slack, reach it this way). */
+function refreshSessionsLater() {
+  clearTimeout(state.listTimer);
+  state.listTimer = setTimeout(() => {
+    if (!state.signedIn) return;
+    if (state.view.startsWith("chat") && !document.hidden && state.listBefore == null) loadSessions();
+    refreshSessionsLater();
+  }, 15000);
 }
 $("list-more").addEventListener("click", () => loadSessions(true));
 
@@ -827,9 +848,9 @@ function linkActivity(resultEventId, sessionId, eventId, text) {
 async function linkPastMessages() {
   const session = state.autonomySession || "console";
   try {
-    const response = await api("GET", "/api/sessions/" + encodeURIComponent(session) + "/messages");
-    if (!response.ok) return;
-    for (const m of (await response.json()).messages) {
+    const answer = await api("GET", "/api/sessions/" + encodeURIComponent(session) + "/messages");
+    if (!answer.ok) return;
+    for (const m of answer.body.messages) {
       if (m.result_event_id) linkActivity(m.result_event_id, session, m.event_id, m.text);
     }
   } catch (_) { /* signed out meanwhile */ }
@@ -845,12 +866,12 @@ $("activity-tick").addEventListener("click", async () => {
   $("activity-tick").disabled = true;
   $("activity-note").textContent = "";
   try {
-    const response = await api("POST", "/api/autonomy/tick");
-    $("activity-note").textContent = response.ok
+    const answer = await api("POST", "/api/autonomy/tick");
+    $("activity-note").textContent = answer.ok
       ? personaName() + " is deliberating; what it decides shows up here."
-      : "Could not ask for a deliberation: " + (await errorText(response));
+      : "Could not ask for a deliberation: " + answer.error;
   } catch (_) {
-    $("activity-note").textContent = "Could not reach the server.";
+    if (state.signedIn) $("activity-note").textContent = "Could not reach the server.";
   } finally {
     setTimeout(() => { $("activity-tick").disabled = false; }, 1500);
   }
@@ -1035,12 +1056,9 @@ function showMood(answer) {
 async function callAndShow(method, path, body, notice, show) {
   showNotice(notice, "");
   try {
-    const response = await api(method, path, body);
-    if (!response.ok) {
-      showNotice(notice, await errorText(response));
-      return;
-    }
-    show(await response.json());
+    const answer = await api(method, path, body);
+    if (answer.ok) show(answer.body);
+    else showNotice(notice, answer.error);
   } catch (_) {
     if (state.signedIn) showNotice(notice, "Could not reach the server.");
   }
