@@ -494,7 +494,11 @@ function bubble(kind, who, at, text) {
 
 /** Shows a stored message once (it may come with the history, live, and as `sent`). */
 function showMessage(m, live) {
-  if (m.event_id && document.querySelector('#chat-log li[data-event-id="' + CSS.escape(m.event_id) + '"]')) return;
+  const known = m.event_id && document.querySelector('#chat-log li[data-event-id="' + CSS.escape(m.event_id) + '"]');
+  if (known) {
+    if (m.position != null) known.dataset.position = m.position;
+    return;
+  }
   $("chat-empty")?.remove();
   const follow = nearBottom($("chat-log"));
   let b;
@@ -511,14 +515,25 @@ function showMessage(m, live) {
     if (m.source === "autonomy_message") kind += " autonomy" + (m.display === "notify" ? " notify" : "");
     b = bubble(kind, whoOf(m), m.recorded_at, m.text);
     if (m.role === "assistant" && m.source !== "autonomy_message") b.li.classList.add("done");
-    if (state.pending && state.pending.li.isConnected) $("chat-log").insertBefore(b.li, state.pending.li);
-    else $("chat-log").appendChild(b.li);
+    $("chat-log").insertBefore(b.li, placeFor(m.position));
   }
   if (m.event_id) b.li.dataset.eventId = m.event_id;
+  if (m.position != null) b.li.dataset.position = m.position;
   if (m.result_event_id) b.li.dataset.resultEventId = m.result_event_id;
   b.li.title = m.source === "autonomy_message" ? "Said on its own" : "";
   if (m.result_event_id) linkActivity(m.result_event_id, state.session, m.event_id, m.text);
   scrollDown(follow || m.role === "user");
+}
+
+/** What a message at `position` goes before: the first later one (a message can be listed
+ * after later ones), else the reply being written, else nothing (the end). */
+function placeFor(position) {
+  const pending = state.pending && state.pending.li.isConnected ? state.pending.li : null;
+  if (position == null) return pending;
+  for (const li of document.querySelectorAll("#chat-log li[data-position]")) {
+    if (Number(li.dataset.position) > position) return li;
+  }
+  return pending;
 }
 
 /** The bubble of the reply being written (a `running` turn, or tokens arriving). */

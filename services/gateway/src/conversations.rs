@@ -374,11 +374,20 @@ fn refused(reference: Option<Value>, e: &ApiError) -> Value {
 struct Watch {
     session_id: String,
     stream: String,
-    /// The last message sent (its position).
-    after: i64,
+    /// Messages are looked for above this position: the newest one sent at least
+    /// [`LATE_ROWS`] ago (a row can be listed after rows with later positions, e.g. a LINE
+    /// message the projection lists after an autonomous message its writer listed at once).
+    floor: i64,
+    /// The newest position sent at each check that sent something, oldest first.
+    marks: std::collections::VecDeque<(tokio::time::Instant, i64)>,
+    /// The messages sent above `floor`.
+    sent: std::collections::HashMap<Uuid, i64>,
     /// The turn state last sent.
     turn: Option<Value>,
 }
+
+/// How long after its position's time a message may still be listed.
+const LATE_ROWS: Duration = Duration::from_secs(30);
 
 /// The event types that say where a session's turn is.
 const TURN_TYPES: [&str; 4] = [
@@ -393,7 +402,9 @@ impl Watch {
         Self {
             stream: session_stream(&session_id),
             session_id,
-            after: 0,
+            floor: 0,
+            marks: Default::default(),
+            sent: Default::default(),
             turn: None,
         }
     }
@@ -409,7 +420,7 @@ impl Watch {
                 return;
             }
         };
-        self.after = turns.last().map_or(0, |t| t.position);
+        self.floor = turns.last().map_or(0, |t| t.position);
         match crate::sessions::as_listed(pool, turns).await {
             Ok(messages) => out.push(json!({
                 "type": "history", "session_id": self.session_id, "messages": messages,
@@ -421,9 +432,23 @@ impl Watch {
     /// New messages, then the turn's state if it changed.
     async fn check(&mut self, state: &AppState, tokens: &mut Option<Tokens>, out: &mut Vec<Value>) {
         let pool = state.ctx.store().pool();
-        match newer(pool, &self.session_id, self.after).await {
+        let now = tokio::time::Instant::now();
+        while let Some(&(at, position)) = self.marks.front() {
+            if now.duration_since(at) < LATE_ROWS {
+                break;
+            }
+            self.floor = self.floor.max(position);
+            self.marks.pop_front();
+        }
+        let floor = self.floor;
+        self.sent.retain(|_, position| *position > floor);
+        let sent: Vec<Uuid> = self.sent.keys().copied().collect();
+        match newer(pool, &self.session_id, self.floor, &sent).await {
             Ok(turns) if !turns.is_empty() => {
-                self.after = turns.last().map_or(self.after, |t| t.position);
+                self.sent
+                    .extend(turns.iter().map(|t| (t.event_id, t.position)));
+                let newest = turns.iter().map(|t| t.position).max().unwrap_or(floor);
+                self.marks.push_back((now, newest));
                 match crate::sessions::as_listed(pool, turns).await {
                     Ok(messages) => out.extend(messages.into_iter().map(|mut m| {
                         m["type"] = json!("message");
@@ -469,18 +494,21 @@ impl Watch {
     }
 }
 
-/// The session's messages after position `after`, oldest first.
+/// The session's messages after position `after`, but those of `sent`, oldest first.
 async fn newer(
     pool: &sqlx::PgPool,
     session_id: &str,
     after: i64,
+    sent: &[Uuid],
 ) -> Result<Vec<ConversationTurn>, sqlx::Error> {
     let rows = sqlx::query_as::<_, ListedRow>(
         "SELECT session_id, position, event_id, role, speaker, source, text, recorded_at \
-         FROM assistant_text WHERE session_id = $1 AND position > $2 ORDER BY position LIMIT $3",
+         FROM assistant_text WHERE session_id = $1 AND position > $2 \
+         AND NOT (event_id = ANY($3)) ORDER BY position LIMIT $4",
     )
     .bind(session_id)
     .bind(after)
+    .bind(sent)
     .bind(ROWS_PER_CHECK)
     .fetch_all(pool)
     .await?;
