@@ -118,6 +118,7 @@ function textEl(tag, className, text) {
 function showNotice(el, text) {
   el.textContent = text || "";
   el.hidden = !text;
+  el.classList.remove("ok");
 }
 
 // --- HTTP and sockets ----------------------------------------------------------------------
@@ -555,6 +556,12 @@ function onTurn(frame) {
   if (frame.state === "running") {
     pendingBubble();
   } else {
+    // A message refused while the reply was written can go now.
+    if ($("chat-notice").dataset.code === "busy" && !$("chat-notice").hidden) {
+      showNotice($("chat-notice"), personaName() + " has answered: your message can be sent now.");
+      $("chat-notice").classList.add("ok");
+      $("chat-notice").dataset.code = "";
+    }
     if (state.pending) state.pending.li.remove();
     state.pending = null;
     if (frame.state === "failed") {
@@ -754,14 +761,14 @@ function describe(frame) {
         kind: "Decided",
         capability: decision.capability || "",
         title: act ? "Decided to " + what + delivery + "." : "Decided to do nothing for now.",
-        summary: act ? "Chose to " + what : "Nothing to do",
+        what: act ? what.charAt(0).toUpperCase() + what.slice(1) : "Nothing to do",
         text: decision.reason || "",
       };
     }
     case "dropped": {
       const why = { invalid_decision: "The model's decision could not be read, so nothing was done." }[d.reason] ||
         "The decision was set aside (" + String(d.reason || "no reason given").replace(/_/g, " ") + ").";
-      return { kind: "Set aside", capability: "", title: why, summary: "Set aside", details: [d.reason].concat(d.errors || []).filter(Boolean).join("\n") };
+      return { kind: "Set aside", capability: "", title: why, what: "Set aside", details: [d.reason].concat(d.errors || []).filter(Boolean).join("\n") };
     }
     case "started":
       return { kind: "Started", capability: d.capability || "", title: "Started." };
@@ -775,13 +782,13 @@ function describe(frame) {
       return {
         kind: "Result", capability: d.capability_name || "",
         title: ok ? "Done." : "Did not work out (" + String(d.result_status || "unknown").replace(/_/g, " ") + ").",
-        summary: ok ? "Done" : "Failed", links, details,
+        outcome: ok ? "done" : "did not work out", links, details,
       };
     }
     case "message":
-      return { kind: "Message", capability: "", title: "Said in " + (d.session_id || "the chat") + ":", text: d.text || "", summary: "Told you" };
+      return { kind: "Message", capability: "", title: "Said in " + (d.session_id || "the chat") + ":", text: d.text || "", outcome: "told you" };
     case "message_failed":
-      return { kind: "Message failed", capability: "", title: "Could not send its message.", summary: "Message failed", details: d.error || "" };
+      return { kind: "Message failed", capability: "", title: "Could not send its message.", outcome: "message failed", details: d.error || "" };
     default:
       return { kind: frame.kind, capability: "", title: "", details: JSON.stringify(d) };
   }
@@ -848,7 +855,10 @@ function addStep(frame) {
     li.appendChild(a);
   }
   g.steps.appendChild(li);
-  if (about.summary) g.title.textContent = about.summary + (about.capability ? " · " + about.capability.replace(/_/g, " ") : "");
+  // The card says what was decided and how far it got.
+  if (about.what) g.what = about.what;
+  if (about.outcome) g.outcome = about.outcome;
+  g.title.textContent = [g.what || "Deliberation", g.outcome].filter(Boolean).join(" · ");
   if (!frame.replayed && state.view !== "activity") g.li.classList.add("unseen");
   return true;
 }
