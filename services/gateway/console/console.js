@@ -178,9 +178,16 @@ function connectLive() {
     if (state.live !== ws) return;
     state.live = null;
     liveStatus(false);
+    if (state.sending) {
+      // Not known to be taken: it stays in the box.
+      state.sending = null;
+      $("chat-send").disabled = false;
+      showNotice($("chat-notice"), refusalText("not_connected"));
+    }
     if (!state.signedIn) {
       $("signin").hidden = false;
       $("signin-submit").disabled = false;
+      $("signin-submit").textContent = "Sign in";
       if (!$("signin-error").textContent) $("signin-error").textContent = "Could not reach the server. Try again in a moment.";
       return;
     }
@@ -230,6 +237,7 @@ function signedIn() {
   sessionStorage.setItem(TOKEN_KEY, state.token);
   $("signin-token").value = "";
   $("signin-submit").disabled = false;
+  $("signin-submit").textContent = "Sign in";
   $("signin").hidden = true;
   $("app").hidden = false;
   connectEvents();
@@ -273,6 +281,7 @@ function signOut(message) {
   $("signin").hidden = false;
   $("signin-error").textContent = message || "";
   $("signin-submit").disabled = false;
+  $("signin-submit").textContent = "Sign in";
   history.replaceState(null, "", location.pathname);
   $("signin-token").focus();
 }
@@ -1158,7 +1167,11 @@ function loadMemory() {
 
 // --- Start -------------------------------------------------------------------------------------
 if (state.token) {
-  connectLive(); // signs in when the stored token is still right
+  // Signs in when the stored token is still right.
+  $("signin-submit").disabled = true;
+  $("signin-submit").textContent = "Signing in…";
+  $("signin").hidden = false;
+  connectLive();
 } else {
   $("signin").hidden = false;
 }
