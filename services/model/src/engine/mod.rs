@@ -7,14 +7,15 @@
 //!   paused between any two steps (its sampler, text, token count and KV stay);
 //! - `worker`: the thread: loads the model, creates the context, runs the schedule.
 //!
-//! Why two sequences in one context: the user's reply (interactive, sequence 0) and the
-//! background calls (write plans, reflection: sequence 1) have different prompts; each
-//! sequence keeps its own prefix in the KV cache, so a background call never evicts the
-//! persona's system prompt, and a background reply paused for an interactive one resumes
-//! where it stopped without decoding anything again. The KV cache is not unified, so
-//! llama.cpp splits the context's cells evenly between the sequences: the context is made
-//! with twice `model.context_size` cells (twice the KV memory of one sequence) and each
-//! sequence gets the configured window.
+//! Why several sequences in one context: the calls of one user turn (route decision,
+//! recall selection, reply: interactive, one sequence each, chosen by the longest shared
+//! prefix) and the background calls (write plans, reflection: their own sequence) have
+//! different prompts; each sequence keeps its own prefix in the KV cache, so neither a
+//! background call nor the turn's other calls evict the persona's system prompt, and a
+//! background reply paused for an interactive one resumes where it stopped without
+//! decoding anything again. The KV cache is not unified, so llama.cpp splits the context's
+//! cells evenly between the sequences: the context is made with `model.context_size` cells
+//! per sequence (that much KV memory each) and each sequence gets the configured window.
 
 mod scheduler;
 mod sequence;
@@ -36,8 +37,8 @@ pub struct EngineConfig {
     pub path: PathBuf,
     /// CPU threads.
     pub threads: u32,
-    /// Context window in tokens, of each of the two sequences (the llama.cpp context holds
-    /// twice as many; see the `worker` module).
+    /// Context window in tokens, of each sequence (the llama.cpp context holds that many
+    /// per sequence; see the `worker` module).
     pub context_size: u32,
     /// Cap on generated tokens per request.
     pub max_tokens: u32,
@@ -73,14 +74,6 @@ impl Priority {
         [Priority::Interactive, Priority::Background]
             .into_iter()
             .find(|p| value.eq_ignore_ascii_case(p.as_str()))
-    }
-
-    /// The llama.cpp sequence whose KV cache its requests use.
-    fn seq(self) -> usize {
-        match self {
-            Priority::Interactive => 0,
-            Priority::Background => 1,
-        }
     }
 }
 

@@ -23,6 +23,8 @@ pub(super) struct Active {
     pub(super) id: u64,
     pub(super) label: String,
     pub(super) priority: Priority,
+    /// The context's sequence it decodes in (set by the worker when it starts).
+    pub(super) seq: usize,
     prompt: Vec<LlamaToken>,
     /// Prompt tokens whose KV the sequence held already.
     reused: usize,
@@ -83,6 +85,7 @@ impl Active {
             id,
             label: request.label.clone(),
             priority: request.priority,
+            seq: 0,
             prompt,
             reused,
             decoded: reused,

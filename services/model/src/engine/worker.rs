@@ -1,12 +1,17 @@
-//! The inference thread: loads the model, creates one context with two sequences, warms it
-//! up, then serves the schedule until every [`super::Engine`] handle is gone.
+//! The inference thread: loads the model, creates one context with several sequences, warms
+//! it up, then serves the schedule until every [`super::Engine`] handle is gone.
 //!
-//! The context has two sequences (0 interactive, 1 background) and a KV cache that is not
-//! unified: llama.cpp then gives each sequence its own `n_ctx / n_seq_max` cells (rounded up
-//! to 256), so the context is created with twice `model.context_size` and each sequence gets
-//! the configured window, and neither can evict the other's prefix. Each sequence keeps the
-//! tokens of its last prompt and reply: a request sharing a prefix with them (the same system
-//! prompt, the same conversation one turn later) decodes only what is new.
+//! The context has [`INTERACTIVE_SLOTS`] sequences for interactive requests and one for
+//! background ones, and a KV cache that is not unified: llama.cpp then gives each sequence its
+//! own `n_ctx / n_seq_max` cells (rounded up to 256), so the context is created with
+//! `model.context_size` cells per sequence, and none can evict another's prefix. Each sequence
+//! keeps the tokens of its last prompt and reply: a request sharing a prefix with them (the
+//! same system prompt, the same conversation one turn later) decodes only what is new.
+//!
+//! Why several interactive sequences: one user turn asks for a route decision, a recall
+//! selection and the reply, each with its own system prompt. In one sequence each would
+//! evict the one before, and the reply would decode its whole prompt every turn; with one
+//! sequence each (chosen by the longest shared prefix), each decodes only what is new.
 
 use std::num::NonZeroU32;
 use std::sync::{Arc, OnceLock};
@@ -26,8 +31,15 @@ use super::{EngineConfig, Job, ModelInfo, Priority, Rejected, Reply, Turn};
 use crate::grammar::Constraint;
 use crate::metrics;
 
-/// Sequences of the context: one per priority.
-const SEQUENCES: u32 = 2;
+/// Sequences interactive requests choose from (by the longest shared prefix).
+pub const INTERACTIVE_SLOTS: usize = 3;
+/// Sequences of the context: the interactive ones, then the background one.
+const SEQUENCES: u32 = INTERACTIVE_SLOTS as u32 + 1;
+/// The background sequence.
+const BACKGROUND_SEQ: usize = INTERACTIVE_SLOTS;
+/// A shared prefix shorter than this is no reason to take a slot: the least recently
+/// used one is taken instead (a chat template's first tokens are shared by every prompt).
+const MIN_SHARED_PREFIX: usize = 16;
 
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, String> {
@@ -93,7 +105,9 @@ pub(super) fn run(
     let mut worker = Worker {
         model: &model,
         template,
-        cached: [Vec::new(), Vec::new()],
+        cached: std::array::from_fn(|_| Vec::new()),
+        last_used: [0; SEQUENCES as usize],
+        clock: 0,
         seq_context: ctx.n_ctx() / SEQUENCES,
         config: &config,
         scheduler: &scheduler,
@@ -121,7 +135,10 @@ struct Worker<'m> {
     model: &'m LlamaModel,
     template: LlamaChatTemplate,
     /// Per sequence, the tokens whose KV it holds, in order from position 0.
-    cached: [Vec<LlamaToken>; 2],
+    cached: [Vec<LlamaToken>; SEQUENCES as usize],
+    /// Per sequence, when a request last started on it (the worker's own clock).
+    last_used: [u64; SEQUENCES as usize],
+    clock: u64,
     /// Cells of each sequence.
     seq_context: u32,
     config: &'m EngineConfig,
@@ -185,7 +202,7 @@ impl<'m> Worker<'m> {
     /// Steps a reply to its end, or until an interactive request arrives while it is a
     /// background one: then it is returned, paused.
     fn run(&mut self, ctx: &mut LlamaContext<'_>, mut active: Active) -> Option<Active> {
-        let seq = active.priority.seq();
+        let seq = active.seq;
         loop {
             if active.priority == Priority::Background && self.scheduler.interactive_waiting() {
                 self.record(&active, Phase::Paused);
@@ -276,7 +293,9 @@ impl<'m> Worker<'m> {
         if job.started.send(Ok(reply)).is_err() {
             return None; // the client gave up while queued
         }
-        let seq = job.request.priority.seq();
+        let seq = self.choose_seq(job.request.priority, &prompt);
+        self.clock += 1;
+        self.last_used[seq] = self.clock;
         let reused = self.reuse_prefix(ctx, seq, &prompt);
         let cap = job
             .request
@@ -284,7 +303,7 @@ impl<'m> Worker<'m> {
             .unwrap_or(self.config.max_tokens)
             .min(self.config.max_tokens) as usize;
         let room = self.seq_context as usize - prompt.len();
-        Some(Active::new(
+        let mut active = Active::new(
             job.id,
             &job.request,
             prompt,
@@ -292,7 +311,34 @@ impl<'m> Worker<'m> {
             grammar,
             cap.min(room),
             tx,
-        ))
+        );
+        active.seq = seq;
+        Some(active)
+    }
+
+    /// The sequence a request starts on: the background one, or the interactive slot
+    /// sharing the longest prefix with `prompt` (the least recently used when none shares
+    /// much).
+    fn choose_seq(&self, priority: Priority, prompt: &[LlamaToken]) -> usize {
+        if priority == Priority::Background {
+            return BACKGROUND_SEQ;
+        }
+        let shared = |seq: usize| {
+            self.cached[seq]
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let best = (0..INTERACTIVE_SLOTS)
+            .max_by_key(|&seq| (shared(seq), self.last_used[seq]))
+            .unwrap_or(0);
+        if shared(best) >= MIN_SHARED_PREFIX {
+            return best;
+        }
+        (0..INTERACTIVE_SLOTS)
+            .min_by_key(|&seq| self.last_used[seq])
+            .unwrap_or(0)
     }
 
     /// Keeps the longest cached prefix of `prompt` in sequence `seq` and drops the rest;
