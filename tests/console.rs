@@ -187,6 +187,8 @@ async fn console_in_chromium_as_people_use_it_at_a_phone_and_a_desktop() {
             ("GHOST_STAGE__AUTO_LOOPS", "3"),
             // Ticks only when asked.
             ("GHOST_AUTONOMY__INTERVAL_SECS", "0"),
+            // Room for a reply slow enough to reload the page while it is written.
+            ("GHOST_LLM__PERSONA__TIMEOUT_SECS", "20"),
         ],
         move |config| {
             cast_on_the_fake(config);
@@ -389,7 +391,7 @@ async fn at_a_phone(channels: &ChannelApp, browser: &Browser, search: &FakeSearc
     // a reload while the reply is written shows it is coming, and it appears by itself.
     app.reply(
         Script::chunks(vec!["ゆっくり", "考えて", "います。"])
-            .with_chunk_delay(Duration::from_millis(1500)),
+            .with_chunk_delay(Duration::from_millis(2500)),
     );
     browser.fill("#chat-text", "ゆっくりでいいよ").await;
     browser.type_into("#chat-text", ENTER).await;
