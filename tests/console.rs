@@ -437,7 +437,7 @@ async fn at_a_phone(channels: &ChannelApp, browser: &Browser, search: &FakeSearc
     browser
         .goto(&format!("{console}#/chat/{}", session.replace(':', "%3A")))
         .await;
-    text_of(browser, "#chat-title", |t| t == session).await;
+    text_of(browser, "#chat-title", |t| t == "LINE · U77").await;
     app.reply(Script::reply("LINEでもよろしくね。"));
     let body = line_text("ev-console", "U77", "LINEから送ったよ", "rt-console", false);
     assert_eq!(channels.post_line_signed(&body).await, 200);
@@ -464,7 +464,7 @@ async fn at_a_phone(channels: &ChannelApp, browser: &Browser, search: &FakeSearc
         .execute("document.getElementById('new-session').value = ''; return true;")
         .await;
     let list = text_of(browser, "#session-list", |t| t.contains("console-chat")).await;
-    assert!(list.contains(session), "{list}");
+    assert!(list.contains("LINE · U77"), "{list}");
     assert!(list.contains("LINEでもよろしくね。"), "{list}");
     fits_the_screen(browser, "conversations").await;
     screenshot(browser, "phone-conversations").await;

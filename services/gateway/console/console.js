@@ -372,6 +372,15 @@ function refreshSessionsLater() {
 }
 $("list-more").addEventListener("click", () => loadSessions(true));
 
+/** A conversation's name for people: where it happens (LINE, Slack) and with whom. */
+function conversationName(id) {
+  const [channel, second, third] = id.split(":");
+  // line:user:<id>, line:group:<id>, line:room:<id>; slack:<channel>[:<thread>].
+  if (channel === "line" && third) return "LINE " + ({ group: "group · ", room: "room · " }[second] || "· ") + third;
+  if (channel === "slack" && second) return "Slack · " + second + (third ? " · thread" : "");
+  return id;
+}
+
 /** A conversation in the list (moved to the top when `first`), with its last message. */
 function sessionItem(id, last, first) {
   let li = document.querySelector('#session-list li[data-session="' + CSS.escape(id) + '"]');
@@ -380,7 +389,8 @@ function sessionItem(id, last, first) {
     li.dataset.session = id;
     const a = document.createElement("a");
     a.href = "#/chat/" + encodeURIComponent(id);
-    a.append(textEl("span", "name", id), document.createElement("time"), textEl("span", "last", ""));
+    a.append(textEl("span", "name", conversationName(id)), document.createElement("time"), textEl("span", "last", ""));
+    a.title = id;
     li.appendChild(a);
     $("session-list").appendChild(li);
   }
@@ -436,7 +446,8 @@ function openSession(id) {
   state.pending = null;
   localStorage.setItem(SESSION_KEY, id);
   $("chat-log").replaceChildren();
-  $("chat-title").textContent = id;
+  $("chat-title").textContent = conversationName(id);
+  $("chat-title").title = id;
   subtitle();
   showNotice($("chat-notice"), "");
   $("chat-text").placeholder = "Message " + personaName();
