@@ -41,8 +41,8 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
     for (k, v) in [
         // Room for a write plan; the reply keeps a short budget of its own.
         ("GHOST_MODEL__MAX_TOKENS", "1536"),
-        // The only model test of its binary: both cores.
-        ("GHOST_MODEL__THREADS", "2"),
+        // One thread: llama.cpp's threads spin-wait for each other, and the services of
+        // this test share the two cores with the model.
         ("GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS", "80"),
         ("GHOST_LLM__PERSONA__OPTIONS__TEMPERATURE", "0"),
         ("GHOST_LLM__WORKER__OPTIONS__TEMPERATURE", "0"),

@@ -13,7 +13,7 @@ use crate::memory::vocab::{
 
 /// Tokens a plan may take: every list and text is bounded below, so the largest plan the
 /// schema admits fits (a small model fills what it is given).
-pub const MAX_TOKENS: u32 = 1000;
+pub const MAX_TOKENS: u32 = 1400;
 
 /// What a plan may cite: the utterance planned for, the other events in its input, and
 /// the states it may change.
