@@ -29,6 +29,12 @@ pub struct PlanIds {
 
 /// The plan's contract for one utterance.
 pub fn contract(ids: &PlanIds) -> Contract {
+    // `close` and `mark_done` change a state the memory holds: with none, only `upsert`.
+    let state_ops: &[&str] = if ids.states.is_empty() {
+        &["upsert"]
+    } else {
+        StateOp::NAMES
+    };
     Contract::of::<WritePlan>("write_plan", MAX_TOKENS)
         // Rarely needed, free-form or bookkeeping: left to richer inputs than a model's.
         .without(&["state_updates", "[]"], "payload")
@@ -36,12 +42,15 @@ pub fn contract(ids: &PlanIds) -> Contract {
         .allow(&["event_annotations", "life_stage"], LifeStage::NAMES)
         .max_items(&["event_annotations", "entities"], 2)
         .max_length(&["event_annotations", "entities", "[]", "type"], 16)
+        .min_length(&["event_annotations", "entities", "[]", "type"], 1)
         .max_length(&["event_annotations", "entities", "[]", "name"], 40)
+        .min_length(&["event_annotations", "entities", "[]", "name"], 1)
         .max_items(&["state_updates"], 2)
         .allow(&["state_updates", "[]", "kind"], StateKind::NAMES)
-        .allow(&["state_updates", "[]", "op"], StateOp::NAMES)
+        .allow(&["state_updates", "[]", "op"], state_ops)
         .allow(&["state_updates", "[]", "state_id"], &ids.states)
         .max_length(&["state_updates", "[]", "body_text"], 120)
+        .min_length(&["state_updates", "[]", "body_text"], 1)
         .max_length(&["state_updates", "[]", "reason"], 60)
         .replace(
             &["state_updates", "[]", "evidence_event_ids"],
@@ -55,6 +64,7 @@ pub fn contract(ids: &PlanIds) -> Contract {
         )
         .allow(&["preference_updates", "[]", "polarity"], Polarity::NAMES)
         .max_length(&["preference_updates", "[]", "subject"], 40)
+        .min_length(&["preference_updates", "[]", "subject"], 1)
         .max_length(&["preference_updates", "[]", "note"], 60)
         .max_length(&["preference_updates", "[]", "reason"], 60)
         .replace(
@@ -67,6 +77,7 @@ pub fn contract(ids: &PlanIds) -> Contract {
         .max_length(&["event_affect", "inner_thought_text"], 60)
         .max_items(&["context_updates", "threads"], 1)
         .max_length(&["context_updates", "threads", "[]", "thread_key"], 30)
+        .min_length(&["context_updates", "threads", "[]", "thread_key"], 1)
         .max_items(&["context_updates", "links"], 1)
         .allow(
             &["context_updates", "links", "[]", "to_event_id"],
@@ -82,6 +93,7 @@ pub fn contract(ids: &PlanIds) -> Contract {
             TargetType::NAMES,
         )
         .max_length(&["interest_update", "attention_targets", "[]", "value"], 40)
+        .min_length(&["interest_update", "attention_targets", "[]", "value"], 1)
         .allow(
             &["interest_update", "interaction_mode"],
             InteractionMode::NAMES,
@@ -142,6 +154,19 @@ mod tests {
             "fact"
         )));
         assert!(!c.admits(&plan(cur, "null", "opinion")));
+    }
+
+    #[test]
+    fn without_states_a_plan_can_only_add_one() {
+        let none = contract(&PlanIds {
+            states: vec![],
+            ..ids()
+        });
+        let cur = r#"["11111111-1111-1111-1111-111111111111"]"#;
+        assert!(none.admits(&plan(cur, "null", "fact")));
+        let close = plan(cur, "null", "fact").replace(r#""op":"upsert""#, r#""op":"close""#);
+        assert!(!none.admits(&close));
+        assert!(!none.admits(&plan(cur, "null", "fact").replace("likes tea", "")));
     }
 
     #[test]

@@ -239,6 +239,14 @@ impl Contract {
         self
     }
 
+    /// Sets `minLength` of the string at `path` (a text its validator refuses empty).
+    pub fn min_length(mut self, path: &[&str], min: usize) -> Self {
+        if let Some(obj) = self.at_mut(path).as_object_mut() {
+            obj.insert("minLength".into(), min.into());
+        }
+        self
+    }
+
     /// Replaces the schema at `path` (for a field whose shape depends on the input).
     pub fn replace(mut self, path: &[&str], schema: Value) -> Self {
         *self.at_mut(path) = schema;
