@@ -34,9 +34,11 @@ pub struct WritePlan {
 pub struct EventAnnotations {
     /// Start of the time talked about (Unix seconds).
     #[serde(default)]
+    #[schemars(range(min = 946_684_800, max = 4_102_444_800_i64))]
     pub about_start_ts: Option<i64>,
     /// End of the time talked about (Unix seconds).
     #[serde(default)]
+    #[schemars(range(min = 946_684_800, max = 4_102_444_800_i64))]
     pub about_end_ts: Option<i64>,
     /// First year talked about.
     #[serde(default)]
@@ -103,9 +105,11 @@ pub struct StateUpdate {
     pub salience: Option<f64>,
     /// Valid from (Unix seconds).
     #[serde(default)]
+    #[schemars(range(min = 946_684_800, max = 4_102_444_800_i64))]
     pub valid_from_ts: Option<i64>,
     /// Valid until (Unix seconds).
     #[serde(default)]
+    #[schemars(range(min = 946_684_800, max = 4_102_444_800_i64))]
     pub valid_to_ts: Option<i64>,
     /// When it was last confirmed (Unix seconds).
     #[serde(default)]
