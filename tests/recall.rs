@@ -44,7 +44,7 @@ fn answer(r: &RecordedRequest) -> Script {
             .map(|c| {
                 c.iter()
                     .filter(|c| c["text"].as_str().unwrap_or_default().contains("ピーマン"))
-                    .filter(|c| c["id"].as_str().unwrap_or_default().starts_with("state:"))
+                    .filter(|c| c["source"].as_str().unwrap_or_default().ends_with("states"))
                     .map(|c| c["id"].clone())
                     .collect()
             })

@@ -13,8 +13,9 @@ pub struct SelectionShape {
     pub selected_ids: Vec<String>,
 }
 
-/// Tokens per id chosen (a UUID is about 25), plus the frame.
-const TOKENS_PER_ID: u32 = 32;
+/// Tokens per id chosen (a handle such as `m12` and its quotes and comma take a few; a
+/// stored id, some thirty), plus the frame.
+const TOKENS_PER_ID: u32 = 40;
 
 /// The selection's contract: ids limited to `candidate_ids`, at most `max_selected`.
 pub fn contract<S: AsRef<str>>(candidate_ids: &[S], max_selected: usize) -> Contract {

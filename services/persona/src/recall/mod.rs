@@ -184,8 +184,11 @@ impl Recaller {
         )
         .await
         .map_err(|e| format!("persona selection context: {e}"))?;
+        // The model names candidates by short handles (`m1`, `m2`, ...): a stored id costs
+        // a small model some thirty tokens to copy, a handle two.
+        let offered = select::with_handles(candidates);
         let input =
-            select::selection_input(user_text, candidates, settings.recall_max_selected, context);
+            select::selection_input(user_text, &offered, settings.recall_max_selected, context);
         let messages = [
             ChatMessage::system(self.system_prompt.clone()),
             ChatMessage::user(input.to_string()),
@@ -193,7 +196,7 @@ impl Recaller {
         let timeout = Duration::from_millis(settings.recall_selection_timeout_ms);
         // The user waits for this: it goes before background work on the model, and its
         // answer can only name the candidates offered.
-        let ids: Vec<&str> = candidates.iter().map(|c| c.id.as_str()).collect();
+        let ids: Vec<&str> = offered.iter().map(|c| c.id.as_str()).collect();
         let contract = contracts::selection::contract(&ids, settings.recall_max_selected);
         let call = Call::interactive().shaped(&contract);
         let answer = match tokio::time::timeout(timeout, self.llm.complete(&messages, call)).await {
@@ -206,7 +209,8 @@ impl Recaller {
                 ))
             }
         };
-        let selected = select::parse_selection(&answer, candidates, settings.recall_max_selected);
+        let selected = select::parse_selection(&answer, &offered, settings.recall_max_selected)
+            .map(|handles| select::stored_ids(&handles, &offered, candidates));
         contract.record(
             self.llm.role(),
             &answer,

@@ -73,7 +73,7 @@ pub fn selection_input(
 ) -> Value {
     let offered: Vec<Value> = candidates
         .iter()
-        .map(|c| json!({"id": c.id, "text": c.text}))
+        .map(|c| json!({"id": c.id, "source": c.source, "text": c.text}))
         .collect();
     json!({
         "user_input": user_input,
@@ -81,6 +81,32 @@ pub fn selection_input(
         "max_selected": max_selected,
         "persona_selection_context": context,
     })
+}
+
+/// The candidates as offered to the model: the same, each named `m1`, `m2`, ... in order.
+pub fn with_handles(candidates: &[Candidate]) -> Vec<Candidate> {
+    candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Candidate {
+            id: format!("m{}", i + 1),
+            ..c.clone()
+        })
+        .collect()
+}
+
+/// The stored ids of the handles chosen from `offered` (made by [`with_handles`] from
+/// `candidates`, so the positions match).
+pub fn stored_ids(
+    handles: &[String],
+    offered: &[Candidate],
+    candidates: &[Candidate],
+) -> Vec<String> {
+    handles
+        .iter()
+        .filter_map(|h| offered.iter().position(|c| &c.id == h))
+        .filter_map(|i| candidates.get(i).map(|c| c.id.clone()))
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -127,6 +153,22 @@ mod tests {
             text: "t".into(),
             score: 0.1,
         }
+    }
+
+    #[test]
+    fn handles_map_back_to_the_stored_ids() {
+        let stored = [c("state:aaaa"), c("event:bbbb"), c("pref:cccc")];
+        let offered = with_handles(&stored);
+        assert_eq!(
+            offered.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["m1", "m2", "m3"]
+        );
+        let chosen = parse_selection(r#"{"selected_ids": ["m3", "m1"]}"#, &offered, 2).unwrap();
+        assert_eq!(
+            stored_ids(&chosen, &offered, &stored),
+            ["pref:cccc", "state:aaaa"]
+        );
+        assert!(parse_selection(r#"{"selected_ids": ["state:aaaa"]}"#, &offered, 2).is_err());
     }
 
     #[test]
