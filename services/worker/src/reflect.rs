@@ -105,17 +105,7 @@ impl EventHandler for Reflector {
                 reasons,
                 raw: ModelAnswerRejected::excerpt(&last),
             };
-            let new = NewEvent::caused_by(&event, STEP, &rejected, self.ctx.service)
-                .map_err(HandlerError::permanent)?;
-            self.ctx
-                .log
-                .append(
-                    &persona_stream(&reply.speaker),
-                    ExpectedVersion::Any,
-                    &[new],
-                )
-                .await
-                .map_err(HandlerError::transient)?;
+            self.record(&event, &reply.speaker, &rejected).await?;
             warn!(episode = %event.event_id, "reflection failed twice; recorded, not retried");
             return Ok(());
         };
@@ -125,18 +115,27 @@ impl EventHandler for Reflector {
             at: event.recorded_at.timestamp_micros() as f64 / 1e6,
             affect,
         };
-        let new = NewEvent::caused_by(&event, STEP, &reflected, self.ctx.service)
+        self.record(&event, &reply.speaker, &reflected).await?;
+        info!(episode = %event.event_id, "episode reflected");
+        Ok(())
+    }
+}
+
+impl Reflector {
+    /// Appends the step's one outcome (its id derives from the reply) to the persona's stream.
+    async fn record<P: EventPayload>(
+        &self,
+        reply: &RecordedEvent,
+        persona: &str,
+        outcome: &P,
+    ) -> Result<(), HandlerError> {
+        let new = NewEvent::caused_by(reply, STEP, outcome, self.ctx.service)
             .map_err(HandlerError::permanent)?;
         self.ctx
             .log
-            .append(
-                &persona_stream(&reply.speaker),
-                ExpectedVersion::Any,
-                &[new],
-            )
+            .append(&persona_stream(persona), ExpectedVersion::Any, &[new])
             .await
             .map_err(HandlerError::transient)?;
-        info!(episode = %event.event_id, "episode reflected");
         Ok(())
     }
 }
