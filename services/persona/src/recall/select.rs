@@ -75,11 +75,13 @@ pub fn selection_input(
         .iter()
         .map(|c| json!({"id": c.id, "source": c.source, "text": c.text}))
         .collect();
+    // What changes least comes first: a model server that keeps the previous prompt's
+    // prefix decodes only from the first difference (the message itself comes last).
     json!({
-        "user_input": user_input,
-        "candidates": offered,
-        "max_selected": max_selected,
         "persona_selection_context": context,
+        "max_selected": max_selected,
+        "candidates": offered,
+        "user_input": user_input,
     })
 }
 
