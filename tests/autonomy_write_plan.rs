@@ -70,7 +70,20 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
         .find(|e| e.event_type == "AutonomyMessageRendered")
         .expect("the stored message");
     let turn = &requests[0]["turn"];
-    assert_eq!(requests[0]["current_event_id"], json!(message.event_id));
+    // The model names the utterance by its handle; the plan applied is the message's.
+    assert_eq!(requests[0]["current_event_id"], "e0");
+    let annotated = app
+        .store
+        .read_stream(&ghost_shared::events::persona_stream("kuro"), 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.event_type == "EventAnnotated")
+        .expect("annotated");
+    assert_eq!(
+        annotated.payload["source_event_id"],
+        json!(message.event_id)
+    );
     assert_eq!(turn["kind"], "autonomy_message");
     assert_eq!(turn["reply_text"], SAID);
     assert_eq!(

@@ -6,8 +6,10 @@
 //! the `memory` projection. Replies never wait for it.
 //!
 //! - [`input`]: what the model is given (the turn, recent events, memory, the persona);
+//! - [`handles`]: the short names the model cites events and states by;
 //! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered).
 
+pub mod handles;
 pub mod input;
 pub mod planner;
 

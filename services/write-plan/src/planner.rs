@@ -25,6 +25,7 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use ghost_shared::template::unknown_placeholder;
 
+use crate::handles::Handles;
 use crate::input::{memory_input, plan_ids, plan_input, recent_events, TurnInput, UtteranceKind};
 
 /// The event types this handler consumes.
@@ -182,14 +183,16 @@ impl EventHandler for Planner {
             .map_err(HandlerError::transient)?;
         let turn = self.turn(&reply).await?;
         let recent = recent_events(&tail, event.version, settings.plan_recent_events);
-        let contract = contracts::write_plan::contract(&plan_ids(
+        let ids = plan_ids(
             event.event_id,
             &turn,
             &recent,
             &memory,
             settings.plan_memory_items,
-        ));
-        let input = plan_input(
+        );
+        let handles = Handles::of(&ids);
+        let contract = contracts::write_plan::contract(&handles.named(&ids));
+        let mut input = plan_input(
             event.event_id,
             &turn,
             &recent,
@@ -200,6 +203,7 @@ impl EventHandler for Planner {
                 settings.plan_memory_items,
             ),
         );
+        handles.hide(&mut input);
         let messages = [
             ChatMessage::system(character.fill_persona(&self.template)),
             ChatMessage::user(input.to_string()),
@@ -224,7 +228,10 @@ impl EventHandler for Planner {
         let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
             .await
             .map_err(HandlerError::transient)?;
-        let parsed = answer.clone().and_then(|a| WritePlan::parse(&a));
+        let parsed = answer
+            .clone()
+            .and_then(|a| WritePlan::parse(&a))
+            .map(|plan| handles.reveal_in(plan));
         let unparsable = parsed.is_err();
         let checked = parsed.and_then(|plan| validate(&plan, &memory, event.event_id));
         let verdict = match (&checked, unparsable) {
