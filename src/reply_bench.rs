@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use futures::StreamExt;
-use ghost_shared::events::{persona_stream, AssistantReplied};
 use ghost_testkit::model_recorder::{Exchange, Recorder};
 use ghost_testkit::testing::{embedded_model_file, TestEnv};
 use serde_json::Value;
@@ -88,17 +87,12 @@ pub async fn run(args: ReplyBenchArgs) -> Result<()> {
     }
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let env = TestEnv::new(&recorder_url, &refs).await;
-    let result = drive(&env, &args, &recorder, &model_url).await;
+    let result = drive(&env, &args, &recorder).await;
     env.cleanup().await;
     result
 }
 
-async fn drive(
-    env: &TestEnv,
-    args: &ReplyBenchArgs,
-    recorder: &Recorder,
-    model_url: &str,
-) -> Result<()> {
+async fn drive(env: &TestEnv, args: &ReplyBenchArgs, recorder: &Recorder) -> Result<()> {
     let mut services = vec![ServiceName::Model];
     services.extend(ServiceName::ALL);
     services.push(ServiceName::WritePlan);
@@ -130,29 +124,10 @@ async fn drive(
             first.duration_since(started).as_secs_f64() * 1e3
         );
     }
-    // The background work (plans, reflections) finishes; then the model is idle.
-    let store = env.store().await;
-    let persona = persona_stream("kuro");
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    loop {
-        let replies = store
-            .read_stream(&ghost_shared::envelope::session_stream("reply-bench"), 0)
-            .await?
-            .iter()
-            .filter(|e| e.is::<AssistantReplied>())
-            .count();
-        let planned = store
-            .read_stream(&persona, 0)
-            .await?
-            .iter()
-            .filter(|e| e.event_type == "EventAnnotated" || e.event_type == "WritePlanRejected")
-            .count();
-        if planned >= replies || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The model's own: the pipeline stops (its background work with it), and a fresh
+    // model server on the same file gets each reply's final request, in the same order.
+    stack.abort();
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let exchanges = recorder.exchanges();
     let replies: Vec<&Exchange> = exchanges
         .iter()
@@ -161,18 +136,24 @@ async fn drive(
     if replies.is_empty() {
         bail!("no reply request was recorded");
     }
+    let mut alone = env.config.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    alone.ghost.model.listen = format!("127.0.0.1:{port}");
+    let model = ghost_model::start(&alone).await?;
     let mut own = Vec::new();
     for x in &replies {
         let started = Instant::now();
         let response = http
-            .post(format!("{model_url}/v1/chat/completions"))
+            .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
             .json(&x.request)
             .send()
             .await?;
         let first = first_sse_token(response, model_token).await?;
         own.push(first.duration_since(started));
     }
-    stack.abort();
+    model.abort();
     report(args, &pipeline, &own, &exchanges);
     Ok(())
 }

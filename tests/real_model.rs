@@ -49,6 +49,8 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
         // The real rule dictionary: what it does not decide goes to the classifier.
         ("GHOST_ROUTING__RULES_FILE", "config/routing.yaml"),
         ("GHOST_MEMORY__RECALL_ENABLED", "true"),
+        // This test is about shapes, not waits: every selection gets to answer.
+        ("GHOST_MEMORY__RECALL_SELECTION_TIMEOUT_MS", "60000"),
     ] {
         vars.push((k.to_owned(), v.to_owned()));
     }

@@ -43,7 +43,7 @@ impl Default for MemorySettings {
             recall_max_selected: 12,
             recall_enabled: true,
             recall_source_timeout_ms: 250,
-            recall_selection_timeout_ms: 10_000,
+            recall_selection_timeout_ms: 12_000,
             recall_similarity_threshold: 0.1,
             recall_prompt_file: "prompts/recall_selection.md".into(),
         }
