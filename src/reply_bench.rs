@@ -158,7 +158,8 @@ async fn drive(env: &TestEnv, args: &ReplyBenchArgs, recorder: &Recorder) -> Res
     Ok(())
 }
 
-/// When the first SSE block that `is_token` recognises arrived.
+/// When the first SSE block that `is_token` recognises arrived; the stream is read to its
+/// end (the conversation takes its next message only after the reply).
 async fn first_sse_token(
     response: reqwest::Response,
     is_token: impl Fn(&str) -> bool,
@@ -168,16 +169,17 @@ async fn first_sse_token(
     }
     let mut body = response.bytes_stream();
     let mut buffer = String::new();
+    let mut first = None;
     while let Some(chunk) = body.next().await {
         buffer.push_str(&String::from_utf8_lossy(&chunk?));
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
-            if is_token(&block) {
-                return Ok(Instant::now());
+            if first.is_none() && is_token(&block) {
+                first = Some(Instant::now());
             }
         }
     }
-    bail!("the stream ended without a token")
+    first.context("the stream ended without a token")
 }
 
 /// A gateway block carrying reply text.
