@@ -142,11 +142,17 @@ async fn a_json_schema_turns_prose_into_valid_json_streaming_and_not() {
 #[tokio::test]
 async fn json_object_gives_a_json_object() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let format = json!({"response_format": {"type": "json_object"}});
-    let text = content(&body(classify(), format.clone())).await;
+    // No schema bounds its strings: with a prompt that does not ask for JSON, the model
+    // may write one key until the token budget ends. Asked for JSON, it closes its object.
+    let messages = json!([
+        {"role": "system", "content": "Answer with a JSON object with the keys \"answer\" and \"reason\"."},
+        {"role": "user", "content": "Is it safe to swim in a lake during a thunderstorm?"}
+    ]);
+    let format = json!({"response_format": {"type": "json_object"}, "max_tokens": 200});
+    let text = content(&body(messages.clone(), format.clone())).await;
     let value: Value = serde_json::from_str(text.trim()).expect(&text);
     assert!(value.is_object(), "{text:?}");
-    let text = streamed(&body(classify(), format)).await;
+    let text = streamed(&body(messages, format)).await;
     let value: Value = serde_json::from_str(text.trim()).expect(&text);
     assert!(value.is_object(), "{text:?}");
 }
