@@ -229,3 +229,50 @@ async fn a_redelivered_request_counts_once_and_a_restarted_coder_reads_the_days_
     assert_eq!(cloud_calls(&r), 1);
     r.cleanup().await;
 }
+
+/// Over the cap, a LINE user reads the notice in their language, not the channel's
+/// generic failure line, and the cloud hears nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_cap_a_line_user_reads_the_notice() {
+    use support::platforms::{line_text, ChannelApp};
+    let c = ChannelApp::spawn(&[("GHOST_CODER__DAILY_TOKEN_CAP", CAP)]).await;
+    let coder_model = c.app.env.config.ghost.llm["coder"].model.clone();
+    c.app.llm.set_responder(move |r| {
+        if r.model.as_deref() == Some(coder_model.as_str()) {
+            Script::reply(routing_support::CONTRACT_OK).with_usage(600, 500)
+        } else {
+            Script::reply("直しておいたよ")
+        }
+    });
+    let first = line_text(
+        "ev-cap-1",
+        "U1",
+        "/code main.rs のバグを直して",
+        "rt-cap-1",
+        false,
+    );
+    assert_eq!(c.post_line_signed(&first).await, 200);
+    c.wait_events("ReplyDelivered", 1).await;
+    let cloud_before = c
+        .app
+        .llm
+        .requests()
+        .iter()
+        .filter(|q| q.body["model"] == c.app.env.config.ghost.llm["coder"].model.as_str())
+        .count();
+    assert_eq!(cloud_before, 1, "the first CODE turn reached the cloud");
+    let text = "/code もう一度直して";
+    let second = line_text("ev-cap-2", "U1", text, "rt-cap-2", false);
+    assert_eq!(c.post_line_signed(&second).await, 200);
+    let d = c.line_deliveries(2).await;
+    assert_eq!(d[1].texts, vec![token_cap_notice(text).to_owned()]);
+    let cloud_after = c
+        .app
+        .llm
+        .requests()
+        .iter()
+        .filter(|q| q.body["model"] == c.app.env.config.ghost.llm["coder"].model.as_str())
+        .count();
+    assert_eq!(cloud_after, 1, "nothing more went to the cloud");
+    c.cleanup().await;
+}

@@ -253,6 +253,10 @@ pub fn timed_out_notice(user_text: &str) -> &'static str {
     }
 }
 
+/// The `RenderFailed` code of a CODE turn refused over the day's cloud token cap: its
+/// message is [`token_cap_notice`], which every channel delivers as it is.
+pub const DAILY_TOKEN_CAP: &str = "daily_token_cap";
+
 /// The notice a user gets when a CODE turn is refused because the day's cloud token cap
 /// (`coder.daily_token_cap`) is used up, in the language of their message.
 pub fn token_cap_notice(user_text: &str) -> &'static str {

@@ -10,7 +10,7 @@ use ghost_shared::service::ServiceContext;
 use ghost_shared::spend::{self, DayUse};
 
 /// The code of a turn refused over the cap (its `RenderFailed`, the client's SSE `error`).
-pub const CAP_REACHED: &str = "daily_token_cap";
+pub const CAP_REACHED: &str = ghost_shared::events::DAILY_TOKEN_CAP;
 
 /// The cap in force for this coder.
 pub struct Budget {

@@ -27,7 +27,7 @@ use ghost_shared::config::Secret;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
-    ReplyTarget, TurnTimedOut, UserMessageReceived,
+    ReplyTarget, TurnTimedOut, UserMessageReceived, DAILY_TOKEN_CAP,
 };
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
@@ -127,6 +127,8 @@ impl Deliverer {
         }
         let f: RenderFailed = event.decode().map_err(HandlerError::permanent)?;
         let text = match f.channel {
+            // A refusal written for the user (in their language) is theirs to read.
+            Channel::Line | Channel::Slack if f.code == DAILY_TOKEN_CAP => f.message.clone(),
             Channel::Line => self.ctx.config.ghost.line.failure_reply.clone(),
             Channel::Slack => self.ctx.config.ghost.slack.failure_reply.clone(),
             Channel::Http => String::new(),
