@@ -253,26 +253,21 @@ async fn over_the_cap_a_line_user_reads_the_notice() {
     );
     assert_eq!(c.post_line_signed(&first).await, 200);
     c.wait_events("ReplyDelivered", 1).await;
-    let cloud_before = c
-        .app
-        .llm
-        .requests()
-        .iter()
-        .filter(|q| q.body["model"] == c.app.env.config.ghost.llm["coder"].model.as_str())
-        .count();
-    assert_eq!(cloud_before, 1, "the first CODE turn reached the cloud");
+    let cloud = || {
+        let model = c.app.env.config.ghost.llm["coder"].model.clone();
+        c.app
+            .llm
+            .requests()
+            .iter()
+            .filter(|q| q.body["model"] == model.as_str())
+            .count()
+    };
+    assert_eq!(cloud(), 1, "the first CODE turn reached the cloud");
     let text = "/code もう一度直して";
     let second = line_text("ev-cap-2", "U1", text, "rt-cap-2", false);
     assert_eq!(c.post_line_signed(&second).await, 200);
     let d = c.line_deliveries(2).await;
     assert_eq!(d[1].texts, vec![token_cap_notice(text).to_owned()]);
-    let cloud_after = c
-        .app
-        .llm
-        .requests()
-        .iter()
-        .filter(|q| q.body["model"] == c.app.env.config.ghost.llm["coder"].model.as_str())
-        .count();
-    assert_eq!(cloud_after, 1, "nothing more went to the cloud");
+    assert_eq!(cloud(), 1, "nothing more went to the cloud");
     c.cleanup().await;
 }
