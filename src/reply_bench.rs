@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use futures::StreamExt;
 use ghost_testkit::model_recorder::{Exchange, Recorder};
-use ghost_testkit::testing::{embedded_model_file, TestEnv};
+use ghost_testkit::testing::{embedded_model_overrides, TestEnv};
 use serde_json::Value;
 
 use crate::stack::{start_stack, ServiceName};
@@ -48,42 +48,29 @@ const SCRIPT: [&str; 10] = [
 
 /// Runs the turns and prints the table BENCHMARKS.md keeps.
 pub async fn run(args: ReplyBenchArgs) -> Result<()> {
-    let model = embedded_model_file();
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let model_url = format!("http://127.0.0.1:{port}");
-    let (recorder, recorder_url) = Recorder::start(model_url.clone()).await;
-    let mut vars: Vec<(String, String)> = vec![
-        ("GHOST_MODEL__ENABLED".into(), "true".into()),
-        ("GHOST_MODEL__LISTEN".into(), format!("127.0.0.1:{port}")),
-        ("GHOST_MODEL__PATH".into(), model.display().to_string()),
-        ("GHOST_MODEL__NAME".into(), "smollm2-bench".into()),
-        ("GHOST_MODEL__THREADS".into(), args.threads.to_string()),
-        ("GHOST_MODEL__MAX_TOKENS".into(), "1536".into()),
-        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS".into(), "600".into()),
-        ("GHOST_ROUTING__TURN_TIMEOUT_SECS".into(), "590".into()),
+    let (recorder, recorder_url) = Recorder::start(format!("http://127.0.0.1:{port}")).await;
+    let roles = ["persona", "worker"];
+    let mut vars = embedded_model_overrides(port, "smollm2-bench", &recorder_url, &roles, 600);
+    let reply_tokens = args.reply_tokens.to_string();
+    let threads = args.threads.to_string();
+    for (k, v) in [
+        ("GHOST_MODEL__THREADS", threads.as_str()),
+        ("GHOST_MODEL__MAX_TOKENS", "1536"),
+        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS", "600"),
+        ("GHOST_ROUTING__TURN_TIMEOUT_SECS", "590"),
+        ("GHOST_ROUTING__RULES_FILE", "config/routing.yaml"),
+        ("GHOST_MEMORY__RECALL_ENABLED", "true"),
+        ("GHOST_BUS__STORAGE", "file"),
+        ("GHOST_BUS__ACK_WAIT_SECS", "30"),
         (
-            "GHOST_ROUTING__RULES_FILE".into(),
-            "config/routing.yaml".into(),
+            "GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS",
+            reply_tokens.as_str(),
         ),
-        ("GHOST_MEMORY__RECALL_ENABLED".into(), "true".into()),
-        ("GHOST_BUS__STORAGE".into(), "file".into()),
-        ("GHOST_BUS__ACK_WAIT_SECS".into(), "30".into()),
-        (
-            "GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS".into(),
-            args.reply_tokens.to_string(),
-        ),
-    ];
-    for role in ["PERSONA", "WORKER"] {
-        for (field, value) in [
-            ("PROVIDER", "openai".to_owned()),
-            ("BASE_URL", recorder_url.clone()),
-            ("MODEL", "smollm2-bench".to_owned()),
-            ("TIMEOUT_SECS", "600".to_owned()),
-        ] {
-            vars.push((format!("GHOST_LLM__{role}__{field}"), value));
-        }
+    ] {
+        vars.push((k.to_owned(), v.to_owned()));
     }
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let env = TestEnv::new(&recorder_url, &refs).await;

@@ -311,3 +311,39 @@ pub fn embedded_model_file() -> PathBuf {
     })
     .clone()
 }
+
+/// Overrides that enable the embedded model (`model.path` the default file, served on
+/// `port` as `name`) and point each of `roles` at `roles_url` (the model itself, or a
+/// recorder in front of it) over the OpenAI wire, each call bounded by `timeout_secs`.
+pub fn embedded_model_overrides(
+    port: u16,
+    name: &str,
+    roles_url: &str,
+    roles: &[&str],
+    timeout_secs: u64,
+) -> Vec<(String, String)> {
+    let mut vars = vec![
+        ("GHOST_MODEL__ENABLED".to_owned(), "true".to_owned()),
+        (
+            "GHOST_MODEL__LISTEN".to_owned(),
+            format!("127.0.0.1:{port}"),
+        ),
+        (
+            "GHOST_MODEL__PATH".to_owned(),
+            embedded_model_file().display().to_string(),
+        ),
+        ("GHOST_MODEL__NAME".to_owned(), name.to_owned()),
+    ];
+    for role in roles {
+        let key = role.to_uppercase();
+        for (field, value) in [
+            ("PROVIDER", "openai".to_owned()),
+            ("BASE_URL", roles_url.to_owned()),
+            ("MODEL", name.to_owned()),
+            ("TIMEOUT_SECS", timeout_secs.to_string()),
+        ] {
+            vars.push((format!("GHOST_LLM__{key}__{field}"), value));
+        }
+    }
+    vars
+}

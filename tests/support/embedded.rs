@@ -2,7 +2,7 @@
 //! test stack: the overrides that enable it and point roles at it (directly, or through
 //! the testkit's recorder, which keeps every request and answer).
 
-use ghost_testkit::testing::embedded_model_file;
+use ghost_testkit::testing::embedded_model_overrides;
 
 /// The model id the tests give the embedded server.
 pub const NAME: &str = "smollm2-test";
@@ -16,40 +16,18 @@ pub fn free_port() -> u16 {
 }
 
 /// Overrides that enable the embedded model on `port` and point `roles` at `roles_url`
-/// (the model itself, or a recorder in front of it).
+/// (the model itself, or a recorder in front of it), with the tests' limits.
 pub fn overrides(port: u16, roles_url: &str, roles: &[&str]) -> Vec<(String, String)> {
-    let path = embedded_model_file();
-    let mut vars = vec![
-        ("GHOST_MODEL__ENABLED".to_owned(), "true".to_owned()),
-        (
-            "GHOST_MODEL__LISTEN".to_owned(),
-            format!("127.0.0.1:{port}"),
-        ),
-        ("GHOST_MODEL__PATH".to_owned(), path.display().to_string()),
-        ("GHOST_MODEL__NAME".to_owned(), NAME.to_owned()),
-        ("GHOST_MODEL__MAX_TOKENS".to_owned(), "64".to_owned()),
+    let mut vars = embedded_model_overrides(port, NAME, roles_url, roles, 300);
+    for (k, v) in [
+        ("GHOST_MODEL__MAX_TOKENS", "64"),
         // One thread: two tests run a model each at once on two cores, and llama.cpp's
         // threads wait for each other by spinning (two threads each crawl when contended).
-        ("GHOST_MODEL__THREADS".to_owned(), "1".to_owned()),
-        (
-            "GHOST_GATEWAY__TURN_TIMEOUT_SECS".to_owned(),
-            "600".to_owned(),
-        ),
-        (
-            "GHOST_STAGE__MODEL_TIMEOUT_SECS".to_owned(),
-            "300".to_owned(),
-        ),
-    ];
-    for role in roles {
-        let key = role.to_uppercase();
-        for (field, value) in [
-            ("PROVIDER", "openai".to_owned()),
-            ("BASE_URL", roles_url.to_owned()),
-            ("MODEL", NAME.to_owned()),
-            ("TIMEOUT_SECS", "300".to_owned()),
-        ] {
-            vars.push((format!("GHOST_LLM__{key}__{field}"), value));
-        }
+        ("GHOST_MODEL__THREADS", "1"),
+        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS", "600"),
+        ("GHOST_STAGE__MODEL_TIMEOUT_SECS", "300"),
+    ] {
+        vars.push((k.to_owned(), v.to_owned()));
     }
     vars
 }
