@@ -105,3 +105,58 @@ async fn without_a_search_endpoint_nothing_is_looked_up_or_invented() {
     assert!(!prompt.contains(INVENTED));
     r.cleanup().await;
 }
+
+/// Research is a side door out of the machine: the search query and every page fetched
+/// reach third parties. A My Number (named as one, check digit wrong) and an e-mail address
+/// in the request are masked in the query; a hit whose URL carries an address is not fetched.
+#[tokio::test]
+async fn private_data_never_leaves_through_the_search_or_a_fetched_url() {
+    let search = FakeSearch::start().await.unwrap();
+    search.add_page(
+        "tea",
+        "text/html",
+        "<html><body>Green tea facts.</body></html>",
+    );
+    search.add_page("track", "text/html", "<html><body>tracked</body></html>");
+    let clean = search.page_url("tea");
+    let tracking = format!("{}?u=ren.kuro@example.com", search.page_url("track"));
+    search.set_hits(vec![
+        FakeHit {
+            title: "Green tea".into(),
+            url: clean.clone(),
+            content: "facts".into(),
+        },
+        FakeHit {
+            title: "Tracked".into(),
+            url: tracking.clone(),
+            content: "a link with an address in it".into(),
+        },
+    ]);
+    let scripts = Scripts {
+        worker: Some(Arc::new(citing_worker)),
+        ..Scripts::default()
+    };
+    let search_url = search.search_url();
+    let r = RoutingApp::spawn(scripts, &[("GHOST_WEB__SEARCH_URL", &search_url)]).await;
+
+    r.say(
+        "leak",
+        "/research 緑茶の効能 マイナンバー 1234 5678 9012 連絡先 ren.kuro@example.com",
+    )
+    .await;
+    let queries = search.queries();
+    assert_eq!(queries.len(), 1, "{queries:?}");
+    let query = &queries[0];
+    assert!(query.starts_with("緑茶の効能"), "{query}");
+    for private in ["1234", "5678", "9012", "ren.kuro", "example.com"] {
+        assert!(!query.contains(private), "{private} in the query {query}");
+    }
+    assert!(query.contains("[REDACTED:national_id]"), "{query}");
+    assert_eq!(search.page_hits("tea"), 1, "the clean page was read");
+    assert_eq!(
+        search.page_hits("track"),
+        0,
+        "the URL with an address was not fetched"
+    );
+    r.cleanup().await;
+}

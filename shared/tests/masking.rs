@@ -274,8 +274,31 @@ fn national_id_numbers() {
         &["AB 12 34 56 C", "AB123456C"],
     );
     assert_masked("national_id", "身份证号{}", &["11010519491231002X"]);
-    // A 12-digit number with the wrong My Number check digit, an impossible SSN.
-    assert_untouched(&["番号は123456789012です", "SSN 666-12-3456"]);
+    // A 12-digit number with the wrong My Number check digit, an impossible SSN: numbers
+    // nothing names as an ID.
+    assert_untouched(&["番号は123456789012です", "ticket 666-12-3456 closed"]);
+}
+
+#[test]
+fn numbers_named_as_national_ids_are_masked_whatever_their_check_digit() {
+    // 1234 5678 9012 fails the My Number check digit, 666-12-3456 and 999-12-3456 the SSN
+    // rules: their writer says what they are, so they are private all the same.
+    for template in [
+        "マイナンバー {}",
+        "マイナンバーは{}です",
+        "個人番号：{}",
+        "my number is {}",
+        "My Number: {}",
+    ] {
+        assert_masked(
+            "national_id",
+            template,
+            &["1234 5678 9012", "123456789012", "1234-5678-9012"],
+        );
+    }
+    for template in ["SSN {}", "my SSN is {}", "social security number: {}"] {
+        assert_masked("national_id", template, &["666-12-3456", "999-12-3456"]);
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::WebSettings;
+use crate::masking;
 
 /// Why a web request gave nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +54,15 @@ pub enum WebError {
         url: String,
         /// Its content type.
         content_type: String,
+    },
+    /// A URL that carries private data (a secret, an ID, an address): fetching it would
+    /// send that data to a third party, so it is not fetched.
+    #[error("the URL carries private data ({categories}); not fetched: {masked}")]
+    PrivateUrl {
+        /// The URL as masked.
+        masked: String,
+        /// The masking categories found in it.
+        categories: String,
     },
 }
 
@@ -148,6 +158,8 @@ impl WebClient {
             .search_url
             .as_deref()
             .ok_or(WebError::SearchNotConfigured)?;
+        // The query leaves this machine: it is masked like text bound for the cloud.
+        let query = masking::mask_secrets(query.trim());
         let query = query.trim();
         if query.is_empty() {
             return Err(WebError::EmptyQuery);
@@ -189,6 +201,13 @@ impl WebClient {
         let url = url.trim();
         if !is_http_url(url) {
             return Err(WebError::BadUrl(url.to_owned()));
+        }
+        let masked = masking::mask(url);
+        if !masked.categories.is_empty() {
+            return Err(WebError::PrivateUrl {
+                masked: masked.masked.into_owned(),
+                categories: masked.categories.join(", "),
+            });
         }
         let resp = self
             .http
