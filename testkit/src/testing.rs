@@ -87,6 +87,9 @@ impl TestEnv {
             // Channel tests are about delivery, not Kuro's delegation: every channel routes by
             // the (catch-all CHAT) dictionary unless a test asks for kuro mode.
             ("GHOST_ROUTING__ENTRY_MODES__LINE".into(), "router".into()),
+            // The default configuration reaches Ollama through /v1; the tests' fake serves
+            // both wires and most tests were written against Ollama's.
+            ("GHOST_LLM__WORKER__PROVIDER".into(), "ollama".into()),
             ("GHOST_LLM__WORKER__MODEL".into(), WORKER_MODEL.into()),
             ("GHOST_LLM__WORKER__BASE_URL".into(), llm_base_url.into()),
             ("GHOST_LLM__WORKER__TIMEOUT_SECS".into(), "5".into()),

@@ -66,6 +66,31 @@ pub struct LlmRoleConfig {
     pub background_concurrency: usize,
 }
 
+impl LlmRoleConfig {
+    /// What an operator does when this role's model does not answer: a server on this
+    /// machine (Ollama, natively or through its OpenAI-compatible `/v1`) needs starting and
+    /// the model pulled; a remote one needs its URL, model name and key checked.
+    pub fn unreachable_hint(&self) -> String {
+        if self.is_local_server() {
+            format!(
+                "start the local server at {} (Ollama: `ollama serve`, then `ollama pull {}`)",
+                self.base_url, self.model
+            )
+        } else {
+            "check the base URL, the model name and GHOST_CLOUD_API_KEY".to_owned()
+        }
+    }
+
+    /// Whether the endpoint is a model server on this machine (Ollama's wire, or any
+    /// loopback address), not a cloud API.
+    pub fn is_local_server(&self) -> bool {
+        self.provider == Provider::Ollama
+            || ["//127.0.0.1", "//localhost", "//[::1]"]
+                .iter()
+                .any(|h| self.base_url.contains(h))
+    }
+}
+
 /// One background call at a time per endpoint and process.
 fn default_background_concurrency() -> usize {
     1
