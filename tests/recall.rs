@@ -446,3 +446,72 @@ async fn the_trigram_sources_find_the_lines_holding_the_messages_rare_words_firs
     assert!(vague.counts["trigram_events"] > 1, "{:?}", vague.counts);
     env.cleanup().await;
 }
+
+/// `persona_selection_context.long_mood_state` is the mood service's mood, and
+/// `recent_vad_average` has one definition: the selection, the deliberation and the
+/// autonomy message read the same value for the same mood.
+#[tokio::test]
+async fn the_selection_and_the_deliberation_read_the_persona_s_real_mood() {
+    let mut services = ServiceName::ALL.to_vec();
+    services.push(ServiceName::WritePlan);
+    let app = TestApp::spawn_services(
+        &services,
+        &[
+            ("GHOST_MEMORY__RECALL_ENABLED", "true"),
+            ("GHOST_AUTONOMY__INTERVAL_SECS", "0"),
+        ],
+    )
+    .await;
+    app.llm.set_responder(answer);
+    app.chat("mood-a", "I like green peppers a lot").await;
+    eventually(Duration::from_secs(30), "the plan applied", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_states")
+            .fetch_one(app.store.pool())
+            .await
+            .unwrap();
+        (n >= 1).then_some(())
+    })
+    .await;
+    let sad = json!({
+        "label": "sadness", "intensity": 0.7,
+        "components": {"joy": 0.1, "sadness": 0.7, "anger": 0.0, "fear": 0.2},
+        "response_policy": {"cooperation": 0.8, "refusal_bias": 0.0, "refusal_allowed": false}
+    });
+    let put = app
+        .http
+        .put(format!("{}/api/partner_mood", app.base_url))
+        .bearer_auth(TOKEN)
+        .body(sad.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    let state: ghost_shared::affect::MoodState = serde_json::from_value(sad.clone()).unwrap();
+    let vad = serde_json::to_value(ghost_shared::autonomy::persona::vad_of(&state)).unwrap();
+
+    app.chat("mood-b", "ピーマンの話、覚えてる？").await;
+    let inputs = |marker: &'static str| {
+        app.llm
+            .requests()
+            .into_iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+            .filter(move |v| v.get(marker).is_some())
+            .collect::<Vec<_>>()
+    };
+    let selection = inputs("persona_selection_context")
+        .pop()
+        .expect("a selection request");
+    let context = &selection["persona_selection_context"];
+    assert_eq!(context["long_mood_state"], sad, "{context}");
+    assert_eq!(context["recent_vad_average"], vad);
+
+    app.tick().await;
+    let deliberation = eventually(Duration::from_secs(20), "the deliberation", || async {
+        inputs("deliberation_input").pop()
+    })
+    .await;
+    let input = &deliberation["deliberation_input"];
+    assert_eq!(input["long_mood_state"], sad);
+    assert_eq!(input["recent_vad_average"], vad);
+    app.cleanup().await;
+}

@@ -449,3 +449,151 @@ fn route_probe_prints_the_first_stage_as_json() {
     assert_eq!(out["route"], "CHAT");
     assert_eq!(out["notice"], "cloud_required");
 }
+
+/// A number its writer names as a national ID never reaches the cloud coder, whatever its
+/// check digit (`1234 5678 9012` fails My Number's): the words say what it is.
+#[tokio::test]
+async fn a_number_named_as_a_national_id_never_reaches_the_cloud() {
+    let r = RoutingApp::spawn(Scripts::default(), &[]).await;
+    r.say(
+        "myno",
+        "/code validate this form field\nマイナンバー 1234 5678 9012\nmy SSN is 999-12-3456",
+    )
+    .await;
+    let cloud = r.cloud.requests();
+    assert!(!cloud.is_empty(), "the code went to the cloud");
+    for request in &cloud {
+        let body = request.body.to_string();
+        for private in ["1234 5678 9012", "999-12-3456"] {
+            assert!(
+                !body.contains(private),
+                "{private} reached the cloud: {body}"
+            );
+        }
+        assert!(body.contains("[REDACTED:national_id]"), "{body}");
+    }
+    r.cleanup().await;
+}
+
+/// The declaration follows the route that answered: PLAN rerouted to OPS is declared as OPS,
+/// and the next OPS message declares nothing (it is compared against OPS, not PLAN).
+#[tokio::test]
+async fn a_reroute_is_declared_and_the_next_message_is_compared_against_it() {
+    // The worker reads only the task's request: the earlier turns it is given mention
+    // "wrong-route" too.
+    let request_only = |task: &str| {
+        let request = task
+            .split_once("[request]\n")
+            .map_or(task, |(_, rest)| rest)
+            .split("\n\n[")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let note = if task.contains("did not fit") {
+            " (did not fit)"
+        } else {
+            ""
+        };
+        misbehaving_worker(&format!("{request}{note}"))
+    };
+    let scripts = Scripts {
+        worker: Some(Arc::new(request_only)),
+        ..Scripts::default()
+    };
+    let r = RoutingApp::spawn(scripts, &[]).await;
+    let reply = r.say("decl", "/plan wrong-route").await;
+    let works = r.of_type("decl", WorkRequested::EVENT_TYPE).await;
+    assert_eq!(works.len(), 2, "PLAN, then the reroute to OPS");
+    assert_eq!(reply, format!("手順で案内するね。\n{PERSONA_REPLY}"));
+
+    let reply = r.say("decl", "/ops next step please").await;
+    assert_eq!(reply, PERSONA_REPLY, "OPS again: nothing to declare");
+    let reply = r.say("decl", "/plan a fresh plan").await;
+    assert_eq!(reply, format!("段取りを組むね。\n{PERSONA_REPLY}"));
+    r.cleanup().await;
+}
+
+/// Short memory leaves no gap (seed 002 §9): consecutive summaries fold in every line between
+/// them, and the persona and the worker see every line since the latest summary (however
+/// few lines their minimum is), so each exchange is in the summary or in the window.
+#[tokio::test]
+async fn short_memory_leaves_no_gap_between_the_summary_and_the_window() {
+    let r = RoutingApp::spawn(
+        Scripts::default(),
+        &[
+            ("GHOST_ROUTING__SUMMARIZE_AFTER_TURNS", "4"),
+            ("GHOST_ROUTING__RECENT_TURNS", "2"),
+            ("GHOST_PERSONA__HISTORY_TURNS", "2"),
+        ],
+    )
+    .await;
+    let summary_at = |n: i32| {
+        let pool = r.app.store.pool().clone();
+        async move {
+            eventually(Duration::from_secs(20), "the summary", || async {
+                RoutingSessions::get(&pool, "gap")
+                    .await
+                    .ok()?
+                    .filter(|s| s.summary_turns >= n)
+            })
+            .await
+        }
+    };
+    for i in 1..=8 {
+        r.say("gap", &format!("/chat m{i}")).await;
+        if i % 4 == 0 {
+            summary_at(i).await;
+        }
+    }
+    r.say("gap", "/chat m9").await;
+    r.say("gap", "/plan m10").await;
+
+    // The second summary folded in exactly what came after the first one's message.
+    let summaries: Vec<String> = r
+        .requests(Kind::Summary)
+        .iter()
+        .filter_map(|q| q.last_user_text())
+        .collect();
+    assert_eq!(summaries.len(), 2, "{summaries:?}");
+    for i in 1..=4 {
+        assert!(
+            summaries[0].contains(&format!("user: /chat m{i}\n")),
+            "{}",
+            summaries[0]
+        );
+    }
+    let second = &summaries[1];
+    assert!(second.contains("[previous summary]"), "{second}");
+    for i in 5..=8 {
+        assert!(second.contains(&format!("user: /chat m{i}\n")), "{second}");
+    }
+    assert!(!second.contains("user: /chat m4\n"), "{second}");
+
+    // The reply to m10 and the worker's task see m8 (the summary's message) and m9,
+    // though their minimum windows are two lines.
+    let persona = r
+        .requests(Kind::Persona)
+        .pop()
+        .expect("the reply's request");
+    let history: Vec<String> = persona
+        .messages()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    for said in ["/chat m8", "/chat m9"] {
+        assert!(
+            history.iter().any(|h| h == said),
+            "{said} not in {history:?}"
+        );
+    }
+    assert!(!history.iter().any(|h| h == "/chat m7"), "{history:?}");
+    let task = r
+        .requests(Kind::Work)
+        .pop()
+        .and_then(|q| q.last_user_text())
+        .unwrap_or_default();
+    for said in ["user: /chat m8", "user: /chat m9"] {
+        assert!(task.contains(said), "{said} not in {task}");
+    }
+    r.cleanup().await;
+}

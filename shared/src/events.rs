@@ -148,6 +148,12 @@ pub struct RenderRequested {
     /// and may propose the next step (`PersonaProposed`, decided by the router) instead.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub may_propose: bool,
+    /// How many of the user messages before this one the reply's history reaches back to
+    /// (those since the short-memory summary, which covers the rest:
+    /// [`crate::short_memory`]). None in requests stored before it existed: the last
+    /// `persona.history_turns` lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_user_messages: Option<u32>,
 }
 
 impl EventPayload for RenderRequested {
@@ -529,6 +535,11 @@ pub struct SessionSummarized {
     pub summary: String,
     /// User messages the summary covers.
     pub user_turns: u32,
+    /// The user message it was made at (it covers the session up to and including it);
+    /// the next summary folds in what came after. None in summaries stored before it
+    /// existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_event_id: Option<Uuid>,
 }
 
 impl EventPayload for SessionSummarized {

@@ -10,6 +10,7 @@
 //!   zero, never stalled: what cannot be applied is parked, see [`parking`]);
 //!   [`projections`]: the read models several services read (`assistant_text`);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices);
+//!   [`short_memory`]: which history lines a prompt gets beside the session's summary;
 //! - [`masking`]: secrets and personal data masked before logs or the cloud;
 //! - [`autonomy`]: action decisions, capability results, autonomy events and subjects;
 //! - [`affect`]: the affect trailer, mood constants and mood state (seed 004);
@@ -55,6 +56,7 @@ pub mod projections;
 pub mod projector;
 pub mod routing;
 pub mod service;
+pub mod short_memory;
 pub mod shutdown;
 pub mod spend;
 pub mod stage_signal;

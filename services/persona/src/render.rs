@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tracing::{info, info_span, warn, Instrument};
 use uuid::Uuid;
 
@@ -23,6 +23,7 @@ use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
+use ghost_shared::short_memory::window_start;
 use ghost_shared::store::{AppendOutcome, ExpectedVersion};
 use ghost_shared::turn_stream::TurnStreamMessage;
 
@@ -288,6 +289,14 @@ impl Renderer {
         outcome_ids: &[Uuid],
     ) -> Result<Prepared, HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
+        // Every line since the short-memory summary, at least `history_turns`, at most two
+        // summary periods' worth (a summary far behind must not grow the prompt unbounded).
+        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as usize;
+        let max_lines = (every * 4 + 4).max(history_turns);
+        let read_lines = match request.history_user_messages {
+            Some(_) => max_lines,
+            None => history_turns,
+        };
         // The history, the mood and the recall do not depend on each other: asked at once.
         let store = self.ctx.store();
         let (not_done, proceed) = tokio::sync::oneshot::channel();
@@ -299,7 +308,7 @@ impl Renderer {
                     &cause.stream,
                     CONVERSATION_TYPES,
                     request.user_event_id,
-                    history_turns as i64 + HISTORY_SLACK,
+                    read_lines as i64 + HISTORY_SLACK,
                     outcome_ids,
                 )
                 .await;
@@ -311,43 +320,55 @@ impl Renderer {
             let _ = not_done.send(matches!((&read, &done), (Ok(_), Ok(None))));
             (read, done)
         };
+        // One mood request: the reply's capsule and recall's selection read the same answer.
+        let mood = self
+            .current_mood()
+            .instrument(info_span!("mood_request"))
+            .boxed()
+            .shared();
         let recall = async {
             match proceed.await {
-                Ok(true) => self.recall(request, cause).await,
+                Ok(true) => self.recall(request, cause, mood.clone()).await,
                 _ => None,
             }
         };
-        let ((tail, done), mood, recalled) = tokio::join!(
-            checked_tail,
-            self.current_mood().instrument(info_span!("mood_request")),
-            recall,
-        );
+        let ((tail, done), mood, recalled) = tokio::join!(checked_tail, mood.clone(), recall);
+        let mood = mood.unwrap_or_default();
         if let Some(done) = done.map_err(HandlerError::transient)? {
             return Ok(Prepared::Done(done));
         }
         let (tail, _) = tail.map_err(HandlerError::transient)?;
         let mut history: Vec<ChatMessage> = Vec::new();
+        let mut is_user: Vec<bool> = Vec::new();
         for e in tail
             .iter()
             .filter(|e| e.version < cause.version && e.event_id != request.user_event_id)
         {
             if let Ok(m) = e.decode::<UserMessageReceived>() {
                 history.push(ChatMessage::user(m.text));
+                is_user.push(true);
             } else if let Ok(r) = e.decode::<AssistantReplied>() {
                 history.push(ChatMessage::assistant(r.text));
+                is_user.push(false);
             } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
                 // What the persona said on its own is part of the conversation.
                 history.push(ChatMessage::assistant(m.text));
+                is_user.push(false);
             }
         }
-        let skip = history.len().saturating_sub(history_turns);
+        let skip = window_start(
+            &is_user,
+            request.history_user_messages,
+            history_turns,
+            max_lines,
+        );
         let system = format!(
             "{}\n\n{}\n\n{}",
             self.system_prompt,
             mood_capsule(&mood),
             self.trailer_prompt
         );
-        let mut messages = Vec::with_capacity(history_turns + 3);
+        let mut messages = Vec::with_capacity(history.len() - skip + 3);
         messages.push(ChatMessage::system(system));
         messages.extend(recalled.map(ChatMessage::system));
         messages.extend(routing_notes::summary_message(request));
@@ -376,13 +397,18 @@ impl Renderer {
 
     /// What the persona recalls for this request (the memory pack for the prompt), recorded
     /// as `RecallPerformed` on the persona's stream. Recall never fails a reply.
-    async fn recall(&self, request: &RenderRequested, cause: &RecordedEvent) -> Option<String> {
+    async fn recall(
+        &self,
+        request: &RenderRequested,
+        cause: &RecordedEvent,
+        mood: impl std::future::Future<Output = Option<MoodState>>,
+    ) -> Option<String> {
         let recaller = self.recaller.as_ref()?;
         let now = cause.recorded_at.timestamp_micros() as f64 / 1e6;
         // The reply, when there is one, is the turn's one outcome.
         let reply_id = ghost_shared::ids::turn_outcome_id(request.user_event_id);
         let recalled = recaller
-            .recall(&self.character, request, reply_id, now)
+            .recall(&self.character, request, reply_id, now, mood)
             .await;
         match NewEvent::caused_by(cause, RECALL_STEP, &recalled.event, self.ctx.service) {
             Ok(event) => {
@@ -467,9 +493,9 @@ impl Renderer {
         }
     }
 
-    /// The mood to answer in: the mood service's answer, or the calm default when it does
-    /// not answer in time (a reply is never held hostage by the mood).
-    async fn current_mood(&self) -> MoodState {
+    /// The mood service's answer, or None when it does not answer in time (a reply is never
+    /// held hostage by the mood: it answers in the calm default).
+    async fn current_mood(&self) -> Option<MoodState> {
         let timeout =
             std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
         let query = MoodQuery {
@@ -477,10 +503,10 @@ impl Renderer {
             now: None,
         };
         match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
-            Ok(answer) => answer.state,
+            Ok(answer) => Some(answer.state),
             Err(e) => {
                 warn!(error = %e, "no mood; answering in the calm default");
-                MoodState::default()
+                None
             }
         }
     }

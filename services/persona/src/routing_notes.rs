@@ -120,6 +120,7 @@ mod tests {
             memory_summary: None,
             withheld_from_cloud: Vec::new(),
             may_propose: false,
+            history_user_messages: None,
         }
     }
 

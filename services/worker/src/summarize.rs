@@ -1,11 +1,14 @@
 //! `SummarizeRequested`: the session's short memory. The worker folds the previous summary
-//! and the turns since into a new short summary (`SessionSummarized`, memory stream).
+//! and every turn since it, up to the message the request was made at, into a new short
+//! summary (`SessionSummarized`, memory stream), which names that message.
 
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{memory_stream, SessionSummarized, SummarizeRequested};
+use ghost_shared::events::{
+    memory_stream, AssistantReplied, SessionSummarized, SummarizeRequested, UserMessageReceived,
+};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
-use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::warn;
@@ -38,14 +41,7 @@ impl EventHandler for Summarizer {
             .iter()
             .rev()
             .find_map(|e| e.decode::<SessionSummarized>().ok());
-        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as i64;
-        let turns = AssistantTextProjection::recent(
-            self.ctx.store().pool(),
-            &request.session_id,
-            every * 2 + 2,
-        )
-        .await
-        .map_err(HandlerError::transient)?;
+        let turns = self.turns_since(&request, previous.as_ref()).await?;
         let mut text = String::new();
         if let Some(p) = &previous {
             text.push_str("[previous summary]\n");
@@ -53,8 +49,8 @@ impl EventHandler for Summarizer {
             text.push_str("\n\n");
         }
         text.push_str("[turns since]\n");
-        for t in &turns {
-            text.push_str(&format!("{}: {}\n", t.role, t.text));
+        for (role, said) in &turns {
+            text.push_str(&format!("{role}: {said}\n"));
         }
         let messages = [
             ChatMessage::system(self.system.clone()),
@@ -73,6 +69,7 @@ impl EventHandler for Summarizer {
             session_id: request.session_id.clone(),
             summary,
             user_turns: request.user_turns,
+            through_event_id: Some(request.user_event_id),
         };
         let e = NewEvent::caused_by(
             &event,
@@ -89,3 +86,63 @@ impl EventHandler for Summarizer {
         Ok(())
     }
 }
+
+impl Summarizer {
+    /// What the new summary folds in: every line of the session after the message the
+    /// previous summary was made at, up to and including the message this one is made at,
+    /// so consecutive summaries leave nothing out (the prompts' windows start at the
+    /// latter: [`ghost_shared::short_memory`]). Without a previous summary (or one stored
+    /// before it named its message) the session's lines up to this message, at most
+    /// [`MAX_LINES`].
+    async fn turns_since(
+        &self,
+        request: &SummarizeRequested,
+        previous: Option<&SessionSummarized>,
+    ) -> Result<Vec<(&'static str, String)>, HandlerError> {
+        let store = self.ctx.store();
+        let Some(through) = store
+            .get(request.user_event_id)
+            .await
+            .map_err(HandlerError::transient)?
+        else {
+            return Err(HandlerError::permanent(format!(
+                "user message {} not found",
+                request.user_event_id
+            )));
+        };
+        let after = match previous.and_then(|p| p.through_event_id) {
+            Some(id) => store
+                .get(id)
+                .await
+                .map_err(HandlerError::transient)?
+                .filter(|e| e.stream == through.stream)
+                .map_or(0, |e| e.version),
+            None => 0,
+        };
+        let events = store
+            .read_stream(&through.stream, after)
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut lines: Vec<(&'static str, String)> = events
+            .iter()
+            .filter(|e| e.version <= through.version)
+            .filter_map(|e| {
+                if let Ok(m) = e.decode::<UserMessageReceived>() {
+                    Some(("user", m.text))
+                } else if let Ok(r) = e.decode::<AssistantReplied>() {
+                    Some(("assistant", r.text))
+                } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                    Some(("assistant", m.text))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let skip = lines.len().saturating_sub(MAX_LINES);
+        lines.drain(..skip);
+        Ok(lines)
+    }
+}
+
+/// Most lines one summary folds in (a summary fallen far behind is made from the newest).
+const MAX_LINES: usize = 400;

@@ -47,7 +47,18 @@ const LABEL_VAD: [(f64, f64, f64); 4] = [
     (-0.64, 0.60, -0.43),
 ];
 
-/// The mood's VAD: its components' label positions averaged by weight (zero when calm).
+/// The persona's mood as every prompt that asks for it receives it (recall selection,
+/// deliberation, the autonomy message): `long_mood_state` the mood service's state,
+/// `recent_vad_average` its [`vad_of`]; both null when the mood service did not answer.
+pub fn mood_context(mood: Option<&crate::affect::MoodState>) -> serde_json::Value {
+    serde_json::json!({
+        "long_mood_state": mood,
+        "recent_vad_average": mood.map(vad_of),
+    })
+}
+
+/// The mood's VAD (`recent_vad_average`, the one definition): its components' label
+/// positions averaged by weight over the mood's window of recent episodes, zero when calm.
 pub fn vad_of(mood: &crate::affect::MoodState) -> Vad {
     let weights = mood.components.as_array();
     let total: f64 = weights.iter().sum();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use tracing::{info, warn};
 use uuid::Uuid;
 
+use ghost_shared::affect::MoodState;
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
 use ghost_shared::events::{RecallPerformed, RenderRequested};
@@ -79,6 +80,7 @@ impl Recaller {
         request: &RenderRequested,
         reply_event_id: Uuid,
         now: f64,
+        mood: impl std::future::Future<Output = Option<MoodState>>,
     ) -> Recalled {
         let settings = &self.ctx.config.ghost.memory;
         let pool = self.ctx.store().pool();
@@ -110,9 +112,12 @@ impl Recaller {
         let selected = if collected.candidates.is_empty() {
             Ok(Vec::new())
         } else {
+            // The mood was asked for beside the collection; it is there by now.
+            let mood = mood.await;
             self.select(
                 character,
                 &memory,
+                mood.as_ref(),
                 &request.user_text,
                 &collected.candidates,
                 now,
@@ -170,20 +175,19 @@ impl Recaller {
         &self,
         character: &CharacterConfig,
         memory: &ghost_shared::memory::Memory,
+        mood: Option<&MoodState>,
         user_text: &str,
         candidates: &[collect::Candidate],
         now: f64,
     ) -> Result<Vec<String>, String> {
         let settings = &self.ctx.config.ghost.memory;
         let context = select::persona_selection_context(
-            self.ctx.store().pool(),
             character,
             memory,
+            mood,
             now,
             settings.interest_tau_secs,
-        )
-        .await
-        .map_err(|e| format!("persona selection context: {e}"))?;
+        );
         // The model names candidates by short handles (`m1`, `m2`, ...): a stored id costs
         // a small model some thirty tokens to copy, a handle two.
         let offered = select::with_handles(candidates);

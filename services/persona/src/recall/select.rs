@@ -6,28 +6,28 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sqlx::{PgPool, Row};
 
+use ghost_shared::affect::MoodState;
+use ghost_shared::autonomy::persona::mood_context;
 use ghost_shared::config::CharacterConfig;
-use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
+use ghost_shared::memory::vocab::PreferenceStatus;
 use ghost_shared::memory::{InterestState, Memory};
 
 use super::collect::Candidate;
 
 /// The persona's side of the selection (seed 001 `PersonaSelectionContext`).
-pub async fn persona_selection_context(
-    pool: &PgPool,
+///
+/// `mood` is the mood service's state (None when it did not answer): `long_mood_state` and
+/// `recent_vad_average` are what every prompt asking for the mood gets
+/// ([`ghost_shared::autonomy::persona::mood_context`]).
+pub fn persona_selection_context(
     character: &CharacterConfig,
     memory: &Memory,
+    mood: Option<&MoodState>,
     now: f64,
     tau_secs: f64,
-) -> Result<Value, sqlx::Error> {
-    let long_mood = memory
-        .states
-        .iter()
-        .rev()
-        .find(|s| s.kind == StateKind::LongMoodState && s.status == StateStatus::Active)
-        .map(|s| json!({"body_text": s.body_text, "confidence": s.confidence}));
+) -> Value {
+    let mood = mood_context(mood);
     let confirmed: Vec<Value> = memory
         .preferences
         .iter()
@@ -38,30 +38,15 @@ pub async fn persona_selection_context(
         attention_targets: i.decayed_targets(now, tau_secs),
         ..i.clone()
     });
-    Ok(json!({
+    json!({
         "second_person_label": character.second_person_label,
         "persona_text": character.persona_text,
         "addon_text": character.addon_text,
-        "long_mood_state": long_mood,
-        "recent_vad_average": recent_vad_average(pool, &character.name).await?,
+        "long_mood_state": mood["long_mood_state"],
+        "recent_vad_average": mood["recent_vad_average"],
         "confirmed_preferences": confirmed,
         "interest_state": interest,
-    }))
-}
-
-/// The average valence, arousal and dominance of the persona's last 10 annotated moments.
-async fn recent_vad_average(pool: &PgPool, persona: &str) -> Result<Value, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT avg((v->>'v')::float8) AS v, avg((v->>'a')::float8) AS a, avg((v->>'d')::float8) AS d \
-         FROM (SELECT annotation->'event_affect'->'moment_affect_score_vad' AS v \
-               FROM memory_event_annotations WHERE persona = $1 \
-               AND annotation->'event_affect' IS NOT NULL ORDER BY position DESC LIMIT 10) recent",
-    )
-    .bind(persona)
-    .fetch_one(pool)
-    .await?;
-    let get = |c: &str| row.try_get::<Option<f64>, _>(c).map(|v| v.unwrap_or(0.0));
-    Ok(json!({"v": get("v")?, "a": get("a")?, "d": get("d")?}))
+    })
 }
 
 /// The selection's user message.

@@ -210,6 +210,7 @@ impl Router {
                 memory_summary: self.memory_summary(turn).await?,
                 withheld_from_cloud: Vec::new(),
                 may_propose: false,
+                history_user_messages: Some(turn.history_user_messages()),
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)
         } else {

@@ -16,8 +16,8 @@ use tracing::{info, warn};
 use super::task::{failure_result, next_loop_task, reroute_task, work_result};
 use super::{Router, STEP_LOOP, STEP_NEXT};
 use crate::routing::{
-    cited_sources, decide_next, parse_worker_output, LoopDecision, LoopState, Route, WorkerOutcome,
-    WorkerResult,
+    cited_sources, decide_next, declaration, parse_worker_output, LoopDecision, LoopState, Route,
+    WorkerOutcome, WorkerResult,
 };
 
 /// What a worker run came back with.
@@ -193,11 +193,18 @@ impl Router {
                 }
                 result
             }),
-            declaration: cx.decided.declaration.clone(),
+            // After a reroute the reply comes from the new route: declared against the
+            // session's previous route, like a first decision.
+            declaration: if cx.rerouted {
+                declaration(turn.session.last_primary_route, route).map(str::to_owned)
+            } else {
+                cx.decided.declaration.clone()
+            },
             notice: None,
             memory_summary: summary.clone(),
             withheld_from_cloud: withheld.clone(),
             may_propose,
+            history_user_messages: Some(turn.history_user_messages()),
         };
         let loops = cx.this.loop_index;
         let service = self.ctx.service;

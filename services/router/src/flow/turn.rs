@@ -1,9 +1,12 @@
 //! What a handler needs to know about the user message it serves, read from the event store
 //! (the source of truth, so decisions never depend on a projection's lag).
 
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
-use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived};
+use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived, WorkRequested};
+use ghost_shared::routing::Route;
+use ghost_shared::short_memory::{user_messages_since_summary, window_start};
 use uuid::Uuid;
 
 use super::Router;
@@ -22,9 +25,21 @@ pub(crate) struct Turn {
     /// The session's short-memory summary when the turn was read, if the worker has
     /// written one.
     pub summary: Option<String>,
+    /// The user message count the summary was made at (0 without one).
+    pub summary_turns: u32,
     /// User messages in the stream up to and including this one.
     pub user_turns: u32,
 }
+
+/// The columns of [`state_before_sql`], in order (see [`SessionState`]).
+type StateRow = (
+    Option<Vec<String>>,
+    Option<serde_json::Value>,
+    Option<String>,
+    i32,
+    i64,
+    Option<String>,
+);
 
 /// What [`Router::state_before`] reads of a session, as stored.
 struct SessionState {
@@ -34,8 +49,13 @@ struct SessionState {
     previous: Option<serde_json::Value>,
     /// The session's short-memory summary.
     summary: Option<String>,
+    /// The user message count the summary was made at.
+    summary_turns: i32,
     /// User messages up to and including this one.
     user_turns: i64,
+    /// The route of the previous message's automatic reroute, when that reroute is newer
+    /// than the latest primary decision: the route that answered it.
+    rerouted_to: Option<String>,
 }
 
 /// The `local_only` flag the newest `/local` or `/cloud` among `texts` (newest first) set;
@@ -55,6 +75,13 @@ impl Turn {
     /// The user message's id (the correlation id of everything in its turn).
     pub fn id(&self) -> Uuid {
         self.event.event_id
+    }
+
+    /// How many user messages before this one a prompt's history reaches back to
+    /// ([`ghost_shared::short_memory`]).
+    pub fn history_user_messages(&self) -> u32 {
+        let summary = self.summary.as_ref().map(|_| self.summary_turns);
+        user_messages_since_summary(self.user_turns, summary)
     }
 
     /// The channel's name.
@@ -89,6 +116,7 @@ pub fn state_before_sql() -> String {
               AND version < $2 - {window} \
               AND COALESCE((payload->>'primary')::boolean, true) ORDER BY version DESC LIMIT 1)), \
            (SELECT summary FROM routing_sessions WHERE session_id = $3), \
+           COALESCE((SELECT summary_turns FROM routing_sessions WHERE session_id = $3), 0), \
            COALESCE( \
              (SELECT (d.payload->>'user_turns')::bigint + \
                      (SELECT count(*) FROM events u WHERE u.stream = $1 \
@@ -99,8 +127,14 @@ pub fn state_before_sql() -> String {
               AND d.version < $2 AND d.version >= $2 - {window} AND d.payload ? 'user_turns' \
               ORDER BY d.version DESC LIMIT 1), \
              (SELECT count(*) FROM events WHERE stream = $1 AND event_type = '{user}' \
-              AND version <= $2))",
+              AND version <= $2)), \
+           (SELECT CASE WHEN event_type = '{work}' THEN payload->>'route' END FROM events \
+            WHERE stream = $1 AND version < $2 AND version >= $2 - {window} \
+            AND ((event_type = '{decided}' AND COALESCE((payload->>'primary')::boolean, true)) \
+              OR (event_type = '{work}' AND COALESCE((payload->>'reroute')::boolean, false))) \
+            ORDER BY version DESC LIMIT 1)",
         decided = RouteDecided::EVENT_TYPE,
+        work = WorkRequested::EVENT_TYPE,
         window = DECISION_WINDOW,
     )
 }
@@ -119,9 +153,15 @@ impl Router {
             .map(serde_json::from_value::<RouteDecided>)
             .transpose()
             .map_err(HandlerError::permanent)?;
+        // The declaration compares against the route that answered the previous message:
+        // its reroute's, when it was rerouted (a reroute past the decision window, after a
+        // long loop, is not looked for).
+        let rerouted_to = state
+            .rerouted_to
+            .and_then(|r| serde_json::from_value::<Route>(serde_json::Value::String(r)).ok());
         let session = SessionRouting {
             local_only,
-            last_primary_route: previous.as_ref().map(|d| d.route),
+            last_primary_route: rerouted_to.or(previous.as_ref().map(|d| d.route)),
         };
         Ok(Turn {
             event: event.clone(),
@@ -129,6 +169,7 @@ impl Router {
             session,
             previous,
             summary: state.summary,
+            summary_turns: u32::try_from(state.summary_turns).unwrap_or(0),
             user_turns: u32::try_from(state.user_turns).unwrap_or(u32::MAX),
         })
     }
@@ -185,12 +226,7 @@ impl Router {
         version: i32,
         session_id: &str,
     ) -> Result<SessionState, HandlerError> {
-        let row: (
-            Option<Vec<String>>,
-            Option<serde_json::Value>,
-            Option<String>,
-            i64,
-        ) = sqlx::query_as(&state_before_sql())
+        let row: StateRow = sqlx::query_as(&state_before_sql())
             .bind(stream)
             .bind(version)
             .bind(session_id)
@@ -201,7 +237,9 @@ impl Router {
             command_texts: row.0.unwrap_or_default(),
             previous: row.1,
             summary: row.2,
-            user_turns: row.3,
+            summary_turns: row.3,
+            user_turns: row.4,
+            rerouted_to: row.5,
         })
     }
 
@@ -228,8 +266,15 @@ impl Router {
         Ok(turn.summary.clone())
     }
 
-    /// The context worker prompts get: the summary plus the last `routing.recent_turns`
-    /// turns before this message, oldest first — never the whole history.
+    /// Most history lines a prompt gets, however far behind the summary is: the lines of
+    /// two summary periods, at least `min`.
+    pub(crate) fn max_history_lines(&self, min: usize) -> usize {
+        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as usize;
+        (every * 4 + 4).max(min)
+    }
+
+    /// The context worker prompts get: the summary plus every turn since it (at least the
+    /// last `routing.recent_turns` lines), oldest first — never the whole history.
     pub(crate) async fn conversation_context(&self, turn: &Turn) -> Result<String, HandlerError> {
         let recent = self.ctx.config.ghost.routing.recent_turns;
         let mut out = String::new();
@@ -241,27 +286,43 @@ impl Router {
         if recent == 0 {
             return Ok(out);
         }
+        // Every line since the summary (it covers the rest), at least `recent`.
+        let since = turn.history_user_messages();
+        let max_lines = self.max_history_lines(recent);
         let tail = self
             .ctx
             .store()
-            .read_stream_tail(&turn.event.stream, (recent as i64) * 12 + 16)
+            .read_stream_tail_of_types(
+                &turn.event.stream,
+                &[
+                    UserMessageReceived::EVENT_TYPE,
+                    AssistantReplied::EVENT_TYPE,
+                    AutonomyMessageRendered::EVENT_TYPE,
+                ],
+                turn.id(),
+                max_lines as i64 + 2,
+            )
             .await
             .map_err(HandlerError::transient)?;
-        let mut lines: Vec<String> = tail
+        let mut lines: Vec<(bool, String)> = tail
             .iter()
             .filter(|e| e.version < turn.event.version)
             .filter_map(|e| {
                 if let Ok(m) = e.decode::<UserMessageReceived>() {
-                    Some(format!("user: {}", m.text))
+                    Some((true, format!("user: {}", m.text)))
                 } else if let Ok(r) = e.decode::<AssistantReplied>() {
-                    Some(format!("assistant: {}", r.text))
+                    Some((false, format!("assistant: {}", r.text)))
+                } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                    Some((false, format!("assistant: {}", m.text)))
                 } else {
                     None
                 }
             })
             .collect();
-        let skip = lines.len().saturating_sub(recent);
+        let is_user: Vec<bool> = lines.iter().map(|l| l.0).collect();
+        let skip = window_start(&is_user, Some(since), recent, max_lines);
         lines.drain(..skip);
+        let lines: Vec<String> = lines.into_iter().map(|l| l.1).collect();
         if !lines.is_empty() {
             out.push_str("[recent turns]\n");
             out.push_str(&lines.join("\n"));

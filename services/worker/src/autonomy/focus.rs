@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use ghost_shared::affect::{AffectLabel, MoodState};
+use ghost_shared::autonomy::persona::{vad_of, Vad};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
 use ghost_shared::memory::Memory;
 
@@ -165,6 +166,9 @@ pub struct DeliberationInput {
     pub confirmed_preferences: Vec<PreferenceItem>,
     /// The long mood state.
     pub long_mood_state: Option<MoodState>,
+    /// Its VAD (`ghost_shared::autonomy::persona::vad_of`, the definition recall selection
+    /// and the autonomy message use too).
+    pub recent_vad_average: Option<Vad>,
     /// Attention targets, strongest first.
     pub attention_targets: Vec<AttentionTarget>,
     /// The interaction mode.
@@ -273,6 +277,7 @@ pub fn build_input(
         recent_events: sources.recent_events[skip..].to_vec(),
         confirmed_preferences: confirmed(sources).cloned().collect(),
         long_mood_state: sources.long_mood,
+        recent_vad_average: sources.long_mood.as_ref().map(vad_of),
         attention_targets,
         interaction_mode: sources.interaction_mode.clone(),
         persona_deliberation_focus: focus,

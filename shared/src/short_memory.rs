@@ -1,0 +1,100 @@
+//! Short memory without a gap (seed 002 §9): a prompt gets the session's summary and every
+//! line since the user message the summary was made at, so each exchange is in one or the
+//! other. The summary is refreshed every `routing.summarize_after_turns` user messages and
+//! covers the session up to and including the message it was made at; the window starts
+//! there (one message of overlap, never a gap).
+
+/// How many of the user messages before the current one a prompt's history reaches back to:
+/// with a summary made at user message `summary_turns`, those from it on; without one, all.
+/// `user_turns` counts the session's user messages including the current one.
+pub fn user_messages_since_summary(user_turns: u32, summary_turns: Option<u32>) -> u32 {
+    match summary_turns.filter(|k| *k > 0) {
+        Some(k) => user_turns.saturating_sub(k),
+        None => user_turns.saturating_sub(1),
+    }
+}
+
+/// The index of the first history line a prompt includes. `is_user` tells, for each line
+/// (oldest first), whether the user wrote it; `since` is
+/// [`user_messages_since_summary`] (None for a request that does not say: `min_lines`).
+/// The window reaches back to the `since`-th user line from the end, holds at least
+/// `min_lines` lines (overlap with the summary is harmless) and at most `max_lines` (a
+/// summary far behind must not grow a prompt without bound).
+pub fn window_start(
+    is_user: &[bool],
+    since: Option<u32>,
+    min_lines: usize,
+    max_lines: usize,
+) -> usize {
+    let len = is_user.len();
+    let floor = len.saturating_sub(max_lines.max(min_lines));
+    let by_count = len.saturating_sub(min_lines);
+    let Some(since) = since else {
+        return by_count;
+    };
+    let mut seen = 0u32;
+    let mut start = len;
+    if since > 0 {
+        for (i, user) in is_user.iter().enumerate().rev() {
+            if *user {
+                seen += 1;
+                start = i;
+                if seen == since {
+                    break;
+                }
+            }
+        }
+        if seen < since {
+            // Fewer user lines than asked for in view: everything there is.
+            start = 0;
+        }
+    }
+    start.min(by_count).max(floor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` exchanges: user, assistant, user, assistant, …
+    fn exchanges(n: usize) -> Vec<bool> {
+        (0..n).flat_map(|_| [true, false]).collect()
+    }
+
+    #[test]
+    fn the_window_reaches_back_to_the_summary() {
+        // Summary at message 20, now at message 27: messages 20..26 (7) and their replies.
+        let lines = exchanges(26);
+        let since = user_messages_since_summary(27, Some(20));
+        assert_eq!(since, 7);
+        let start = window_start(&lines, Some(since), 6, 200);
+        assert_eq!(lines.len() - start, 14);
+        assert!(lines[start], "it starts at a user line");
+    }
+
+    #[test]
+    fn before_any_summary_everything_is_in_view() {
+        let lines = exchanges(15);
+        let since = user_messages_since_summary(16, None);
+        assert_eq!(window_start(&lines, Some(since), 12, 200), 0);
+    }
+
+    #[test]
+    fn never_fewer_than_the_minimum_nor_more_than_the_maximum() {
+        let lines = exchanges(30);
+        // Right after a summary: the minimum still holds.
+        assert_eq!(window_start(&lines, Some(1), 12, 200), 60 - 12);
+        // A summary far behind: the maximum holds.
+        assert_eq!(window_start(&lines, Some(30), 12, 40), 20);
+        // A request that does not say: the minimum, as before.
+        assert_eq!(window_start(&lines, None, 12, 200), 48);
+        assert_eq!(window_start(&[], Some(3), 12, 40), 0);
+    }
+
+    #[test]
+    fn a_summary_made_at_this_message_leaves_the_minimum() {
+        assert_eq!(user_messages_since_summary(20, Some(20)), 0);
+        let lines = exchanges(19);
+        assert_eq!(window_start(&lines, Some(0), 6, 200), 38 - 6);
+    }
+}
