@@ -39,6 +39,21 @@ async fn spawn(search: &FakeSearch, agent: Option<CliAgentSettings>) -> TestApp 
     .await
 }
 
+/// A command-line agent running `script` with `/bin/sh` in a fresh directory (returned, for
+/// the test to remove).
+fn shell_agent(script: &str) -> (CliAgentSettings, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("ghost-agent-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = CliAgentSettings {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.to_owned()],
+        working_dir: Some(dir.clone()),
+        timeout_secs: 30,
+        max_output_bytes: 4096,
+    };
+    (agent, dir)
+}
+
 async fn count(app: &TestApp, event_type: &str) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM events WHERE event_type = $1")
         .bind(event_type)
@@ -166,17 +181,13 @@ async fn silent_and_activity_only_say_nothing_notify_speaks_as_the_persona() {
         let n = if mode == "silent" { 1 } else { 2 };
         console.wait_for_activity("result", n).await;
     }
-    app.llm.push_for_model(
-        WORKER_MODEL,
-        Script::reply(&decision(
-            "web_access",
-            json!({"query": "notify"}),
-            "notify",
-            "progress",
-        )),
+    let notify = decision(
+        "web_access",
+        json!({"query": "notify"}),
+        "notify",
+        "progress",
     );
-    app.reply(Script::reply("ちょっと調べものが進んだよ。"));
-    app.tick().await;
+    tick_with(&app, notify, "ちょっと調べものが進んだよ。").await;
     let message = eventually(WAIT, "the notify message", || async {
         console.of_type("message").into_iter().next()
     })
@@ -206,15 +217,7 @@ async fn a_failed_render_says_nothing_and_never_shows_the_summary() {
     let marker = format!("MARKER-{}", uuid::Uuid::new_v4().simple());
     let link = "[the notes](https://agent.example/notes)";
     // The agent prints the marker and a Markdown link: they land in summary_text.
-    let dir = std::env::temp_dir().join(format!("ghost-agent-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let agent = CliAgentSettings {
-        program: "/bin/sh".into(),
-        args: vec!["-c".into(), format!("echo '{marker} {link}'")],
-        working_dir: Some(dir.clone()),
-        timeout_secs: 30,
-        max_output_bytes: 4096,
-    };
+    let (agent, dir) = shell_agent(&format!("echo '{marker} {link}'"));
     let app = spawn(&search, Some(agent)).await;
     let console = Console::connect(&app).await;
     app.llm.push_for_model(
@@ -404,4 +407,158 @@ async fn deliberation_order_follows_the_persona_state() {
     assert_eq!(carer["deliberation_input"]["interaction_mode"], "support");
     // The persona fields go in as they are configured.
     assert!(carer["persona"]["second_person_label"].as_str().is_some());
+}
+
+/// Ticks once: the worker decides `decision`, the persona says `said`.
+async fn tick_with(app: &TestApp, decision: String, said: &str) {
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&decision));
+    app.reply(Script::reply(said));
+    app.tick().await;
+}
+
+/// Ticks once with a `web_access` decision delivered as `chat`; the persona says `said`.
+/// The stored `AutonomyMessageRendered`.
+async fn searched_and_said(app: &TestApp, said: &str) -> ghost_shared::envelope::RecordedEvent {
+    let chat = decision("web_access", json!({"query": "sencha"}), "chat", "report");
+    tick_with(app, chat, said).await;
+    eventually(WAIT, "the autonomy message", || async {
+        app.session_events("console")
+            .await
+            .into_iter()
+            .find(|e| e.is::<AutonomyMessageRendered>())
+    })
+    .await
+}
+
+/// The persona's own messages count in its mood (seed 004: entry points other than a reply
+/// are filled in by reflection): an autonomy message is reflected on once, as an episode of
+/// the persona, and the mood service counts it.
+#[tokio::test]
+async fn an_autonomy_message_is_reflected_into_the_mood() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    // Every worker call after the decision (the reflection) reads a joyful reaction.
+    app.llm.set_default_for_model(
+        WORKER_MODEL,
+        Script::reply(
+            r#"{"reflection_text":"proud of the find","partner_affect_label":"joy","partner_affect_intensity":0.8,"salience":0.9,"confidence":0.9,"topic_tags":["tea"]}"#,
+        ),
+    );
+    let message = searched_and_said(&app, "いいお茶の淹れ方を見つけたよ!").await;
+    let reflected = eventually(WAIT, "the reflection on it", || async {
+        app.store
+            .read_stream(&ghost_shared::events::persona_stream("kuro"), 0)
+            .await
+            .ok()?
+            .into_iter()
+            .filter_map(|e| e.decode::<ghost_shared::events::AffectReflected>().ok())
+            .find(|r| r.episode_event_id == message.event_id)
+    })
+    .await;
+    assert_eq!(reflected.persona, "kuro");
+    let episodes = eventually(WAIT, "the mood's episode", || async {
+        sqlx::query_scalar::<_, i32>(
+            "SELECT episode_count FROM partner_mood_state WHERE persona = 'kuro'",
+        )
+        .fetch_optional(app.store.pool())
+        .await
+        .ok()
+        .flatten()
+        .filter(|n| *n >= 1)
+    })
+    .await;
+    assert_eq!(episodes, 1, "the message is the persona's one episode");
+    app.cleanup().await;
+}
+
+/// An autonomy message is embedded when it is said, like an utterance recall compares
+/// against, not lazily by a later recall (recall is off in this test: nothing else embeds).
+#[tokio::test]
+async fn an_autonomy_message_is_embedded_when_said() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let url = search.search_url();
+    let app = TestApp::spawn_adjusted(
+        &ghost::stack::ServiceName::ALL,
+        &[("GHOST_AUTONOMY__INTERVAL_SECS", "0")],
+        move |c| {
+            c.ghost.web.search_url = Some(url);
+            let mut embedding = c.ghost.llm["persona"].clone();
+            embedding.model = "embed-test".into();
+            c.ghost.llm.insert("embedding".into(), embedding);
+        },
+    )
+    .await;
+    let said = "煎茶の淹れ方を調べておいたよ。";
+    let message = searched_and_said(&app, said).await;
+    let (text, dims): (String, i32) = eventually(WAIT, "its vector", || async {
+        sqlx::query_as(
+            "SELECT text, cardinality(vector) FROM memory_embeddings \
+             WHERE item_id = $1 AND model = 'embed-test'",
+        )
+        .bind(format!("event:{}", message.event_id))
+        .fetch_optional(app.store.pool())
+        .await
+        .ok()
+        .flatten()
+    })
+    .await;
+    assert_eq!(text, format!("(I said) {said}"));
+    assert!(dims > 0);
+    app.cleanup().await;
+}
+
+/// A delegated job's output reaches the message as facts (`result_payload.output`), its raw
+/// text is named raw material in the prompt, and neither the stored payload nor the
+/// activity carries it.
+#[tokio::test]
+async fn an_agent_job_s_output_reaches_the_message_as_facts() {
+    let search = FakeSearch::start().await.unwrap();
+    let (agent, dir) = shell_agent(r#"echo '{"sorted_notes": 12, "oldest": "2024-01-03"}'"#);
+    let app = spawn(&search, Some(agent)).await;
+    let console = Console::connect(&app).await;
+    let job = decision(
+        "agent_delegate",
+        json!({"task": "メモを整理"}),
+        "chat",
+        "report",
+    );
+    tick_with(&app, job, "メモを12件整理しておいたよ。").await;
+    eventually(WAIT, "the message", || async {
+        console.of_type("message").into_iter().next()
+    })
+    .await;
+    let renders = render_requests(&app);
+    let input = &renders[0];
+    assert_eq!(
+        input["result"]["result_payload"]["output"],
+        json!({"sorted_notes": 12, "oldest": "2024-01-03"})
+    );
+    assert!(input["result"]["raw_output_text"].is_string());
+    let system = app
+        .persona_requests()
+        .iter()
+        .find_map(|r| {
+            let s = r.system_text()?;
+            s.contains("raw_output_text").then_some(s)
+        })
+        .expect("the message prompt");
+    assert!(system.contains("raw material"), "{system}");
+    let stored = sqlx::query_scalar::<_, Value>(
+        "SELECT payload FROM events WHERE event_type = 'ActionResultRecorded'",
+    )
+    .fetch_one(app.store.pool())
+    .await
+    .unwrap();
+    assert!(stored["result"]["result_payload"].get("output").is_none());
+    console.wait_for_activity("result", 1).await;
+    assert!(console
+        .frames()
+        .iter()
+        .filter(|f| f["type"] != "message")
+        .all(|f| !f.to_string().contains("sorted_notes")));
+    std::fs::remove_dir_all(&dir).ok();
+    app.cleanup().await;
 }

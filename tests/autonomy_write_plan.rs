@@ -106,3 +106,81 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
     assert_eq!(persona_events(&app, "StateUpserted").await, 1);
     app.cleanup().await;
 }
+
+/// The autonomy message knows what the persona cares about (seed 001 A-1): its input carries
+/// the confirmed preferences and the interest state the write plans stored, and the facts
+/// come most cared-about first (the search's second hit, about green tea, leads).
+#[tokio::test]
+async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
+    let search = FakeSearch::start().await.unwrap();
+    search.set_hits(vec![
+        ghost_testkit::fake_search::FakeHit {
+            title: "Coffee prices rise".into(),
+            url: "https://news.example/coffee".into(),
+            content: "beans".into(),
+        },
+        ghost_testkit::fake_search::FakeHit {
+            title: "Green tea harvest".into(),
+            url: "https://news.example/tea".into(),
+            content: "first flush".into(),
+        },
+    ]);
+    let mut services = ServiceName::ALL.to_vec();
+    services.push(ServiceName::WritePlan);
+    let app = spawn_searching(&search, &services).await;
+    app.llm.set_responder(|r| match plan_input(r) {
+        Some(input) => {
+            let current = input["current_event_id"].clone();
+            let said = input["turn"]["user_text"].as_str().unwrap_or_default();
+            let confirm = |subject: &str| {
+                json!([{"op": "confirm", "domain": "topic", "polarity": "like",
+                        "subject": subject, "confidence": 0.9,
+                        "evidence_event_ids": [current], "reason": "the user said so"}])
+            };
+            let plan = if said.contains("green tea") {
+                write_plan(json!([]), confirm("green tea"), "green tea", "explore")
+            } else {
+                write_plan(json!([]), json!([]), "news", "explore")
+            };
+            Script::reply(&plan.to_string())
+        }
+        None if r.model.as_deref() == Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
+        None => Script::reply("ok"),
+    });
+    app.chat("cares", "I really love green tea, tell me about it")
+        .await;
+    eventually(Duration::from_secs(30), "the preference", || async {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM preferences WHERE subject = 'green tea' AND status = 'confirmed'",
+        )
+        .fetch_one(app.store.pool())
+        .await
+        .unwrap();
+        (n == 1).then_some(())
+    })
+    .await;
+
+    let decision = decision("web_access", json!({"query": "news"}), "chat", "report");
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&decision));
+    app.reply(Script::reply("お茶のニュースがあったよ。"));
+    app.tick().await;
+    let input = eventually(Duration::from_secs(30), "the message's input", || async {
+        app.persona_requests()
+            .iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+            .find(|v| v.get("result").is_some())
+    })
+    .await;
+    let cares = &input["cares"];
+    assert_eq!(
+        cares["confirmed_preferences"][0]["subject"], "green tea",
+        "{cares}"
+    );
+    assert_eq!(cares["attention_targets"][0]["value"], "green tea");
+    assert_eq!(
+        input["result"]["result_payload"]["hits"][0]["title"],
+        "Green tea harvest"
+    );
+    app.cleanup().await;
+}

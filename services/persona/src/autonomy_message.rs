@@ -10,16 +10,17 @@ use serde_json::{json, Value};
 use tracing::warn;
 
 use ghost_shared::autonomy::activity::{publish_activity_of, publish_message, AutonomyMessage};
+use ghost_shared::autonomy::cares::Cares;
 use ghost_shared::autonomy::events::{
     steps, ActionResultRecorded, AutonomyMessageFailed, AutonomyMessageRendered,
 };
-use ghost_shared::autonomy::persona::{vad_of, PersonaFields};
+use ghost_shared::autonomy::persona::{mood_context, PersonaFields};
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::mood_api::{self, MoodQuery};
-use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 
@@ -31,6 +32,8 @@ pub struct MessageRenderer {
     character: CharacterConfig,
     system: String,
     llm: LlmClient,
+    /// `llm.embedding`, when configured: a message is embedded as it is said.
+    embedding: Option<LlmClient>,
 }
 
 /// The event type this handler consumes.
@@ -57,10 +60,15 @@ impl MessageRenderer {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
+        let embedding = match ctx.config.ghost.llm.contains_key("embedding") {
+            true => Some(ctx.llm("embedding")?),
+            false => None,
+        };
         Ok(Self {
             system: format!("{rules}\n\n{message}"),
             character,
             llm,
+            embedding,
             ctx,
         })
     }
@@ -73,24 +81,25 @@ impl MessageRenderer {
             persona: self.character.name.clone(),
             now: None,
         };
-        let mood = match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout)
-            .await
-        {
-            Ok(answer) => {
-                json!({"long_mood_state": answer.state, "recent_vad_average": vad_of(&answer.state)})
-            }
-            Err(e) => {
-                warn!(error = %e, "no mood for the autonomy message");
-                json!({"long_mood_state": null, "recent_vad_average": null})
-            }
-        };
+        let mood =
+            match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
+                Ok(answer) => mood_context(Some(&answer.state)),
+                Err(e) => {
+                    warn!(error = %e, "no mood for the autonomy message");
+                    mood_context(None)
+                }
+            };
         let d = &recorded.decision;
         let r = &recorded.result;
+        // What the persona cares about decides what it reports first.
+        let cares = self.cares().await;
+        let mut payload = r.message_facts();
+        cares.order_payload(&mut payload);
         let mut result = json!({
             "result_status": r.result_status,
             "capability_name": r.capability_name,
             "summary_text": r.summary_text,
-            "result_payload": r.result_payload,
+            "result_payload": payload,
         });
         if let Some(raw) = r.details.get("raw_output_text") {
             result["raw_output_text"] = raw.clone();
@@ -98,6 +107,7 @@ impl MessageRenderer {
         json!({
             "persona": PersonaFields::of(&self.character),
             "mood": mood,
+            "cares": cares.shown(),
             "decision": {
                 "action_type": d.action_type,
                 "reason": d.reason,
@@ -108,6 +118,21 @@ impl MessageRenderer {
             "result": result,
             "agent_job": recorded.agent_job,
         })
+    }
+
+    /// The persona's confirmed preferences and attention now (none when memory cannot be
+    /// read: the message is still said).
+    async fn cares(&self) -> Cares {
+        let pool = self.ctx.store().pool();
+        let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+        let tau = self.ctx.config.ghost.memory.interest_tau_secs;
+        match MemoryProjection::load_focus(pool, &self.character.name).await {
+            Ok(memory) => Cares::of(&memory, now, tau),
+            Err(e) => {
+                warn!(error = %e, "memory unreadable; the message knows no preferences");
+                Cares::default()
+            }
+        }
     }
 
     /// The message text, or why there is none.
@@ -177,6 +202,23 @@ impl MessageRenderer {
             },
         )
         .await;
+        // Embedded as it is said, like an utterance recall compares against; a failure
+        // leaves it to recall's lazy backfill.
+        if let Some(model) = &self.embedding {
+            let pool = self.ctx.store().pool();
+            let text = &message.text;
+            let said = crate::recall::vector::store_said(
+                pool,
+                model,
+                &message.session_id,
+                stored.event_id,
+                false,
+                text,
+            );
+            if let Err(e) = said.await {
+                warn!(message = %stored.event_id, error = %e, "autonomy message not embedded; recall will");
+            }
+        }
         Ok(())
     }
 }

@@ -64,11 +64,13 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         llm,
         system: prompt(&ctx, "prompts/summary.md")?,
     });
-    handle.spawn(run_consumer(
-        ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, reflect::CONSUMES),
-        reflector,
-    ));
+    for event_type in reflect::CONSUMES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            reflector.clone(),
+        ));
+    }
     start_autonomy(&ctx, &mut handle)?;
     handle.spawn(run_consumer(
         ctx.bus().clone(),

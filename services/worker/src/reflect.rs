@@ -1,8 +1,12 @@
 //! `reflect_episode`: a reply that came without a usable affect trailer gets its affect
-//! later, from the worker's model (seed 004). Once per reply, whatever is redelivered.
+//! later, from the worker's model (seed 004). So does every autonomy message: the persona's
+//! own words count in its mood, and their render asks for no trailer (seed 004: entry points
+//! other than the reply are filled in by reflection). Once per episode, whatever is
+//! redelivered.
 
 use ghost_shared::affect::ParsedAffect;
 use ghost_shared::affect::{parse_affect, Affect};
+use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
@@ -32,15 +36,30 @@ impl Reflector {
     }
 }
 
-#[async_trait::async_trait]
-impl EventHandler for Reflector {
-    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+/// One thing the persona said, to be reflected on.
+struct Episode {
+    /// The persona.
+    speaker: String,
+    /// The exchange as the model reads it.
+    exchange: String,
+}
+
+impl Reflector {
+    /// The episode of `event`, or None when it needs no reflection (a reply whose trailer
+    /// gave its affect).
+    async fn episode(&self, event: &RecordedEvent) -> Result<Option<Episode>, HandlerError> {
+        if let Ok(message) = event.decode::<AutonomyMessageRendered>() {
+            return Ok(Some(Episode {
+                exchange: format!(
+                    "(no user message: {0} spoke on its own, reporting what it did)\n{0}: {1}",
+                    message.persona, message.text
+                ),
+                speaker: message.persona,
+            }));
+        }
         let reply: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
         if reply.affect.is_some() {
-            return Ok(()); // the trailer already gave it
-        }
-        if self.ctx.outcome_stored(&event, &[STEP]).await? {
-            return Ok(()); // reflected before: a redelivery changes nothing
+            return Ok(None); // the trailer already gave it
         }
         let user_text = match self
             .ctx
@@ -55,12 +74,25 @@ impl EventHandler for Reflector {
                 .unwrap_or_default(),
             None => String::new(),
         };
+        Ok(Some(Episode {
+            exchange: format!("User: {user_text}\n{}: {}", reply.speaker, reply.text),
+            speaker: reply.speaker,
+        }))
+    }
+}
+
+#[async_trait::async_trait]
+impl EventHandler for Reflector {
+    async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
+        let Some(episode) = self.episode(&event).await? else {
+            return Ok(());
+        };
+        if self.ctx.outcome_stored(&event, &[STEP]).await? {
+            return Ok(()); // reflected before: a redelivery changes nothing
+        }
         let messages = [
-            ChatMessage::system(self.template.replace("{{persona}}", &reply.speaker)),
-            ChatMessage::user(format!(
-                "User: {user_text}\n{}: {}",
-                reply.speaker, reply.text
-            )),
+            ChatMessage::system(self.template.replace("{{persona}}", &episode.speaker)),
+            ChatMessage::user(episode.exchange),
         ];
         // A broken answer is retried once, then recorded as a permanent failure of this
         // step: never a reason to redeliver the reply (five more calls each) until it is
@@ -105,17 +137,17 @@ impl EventHandler for Reflector {
                 reasons,
                 raw: ModelAnswerRejected::excerpt(&last),
             };
-            self.record(&event, &reply.speaker, &rejected).await?;
+            self.record(&event, &episode.speaker, &rejected).await?;
             warn!(episode = %event.event_id, "reflection failed twice; recorded, not retried");
             return Ok(());
         };
         let reflected = AffectReflected {
-            persona: reply.speaker.clone(),
+            persona: episode.speaker.clone(),
             episode_event_id: event.event_id,
             at: event.recorded_at.timestamp_micros() as f64 / 1e6,
             affect,
         };
-        self.record(&event, &reply.speaker, &reflected).await?;
+        self.record(&event, &episode.speaker, &reflected).await?;
         info!(episode = %event.event_id, "episode reflected");
         Ok(())
     }
@@ -155,5 +187,8 @@ fn unusable_reason(parsed: &ParsedAffect) -> String {
     }
 }
 
-/// The event type this handler consumes.
-pub const CONSUMES: &str = AssistantReplied::EVENT_TYPE;
+/// The event types this handler consumes: replies and autonomy messages.
+pub const CONSUMES: [&str; 2] = [
+    AssistantReplied::EVENT_TYPE,
+    AutonomyMessageRendered::EVENT_TYPE,
+];

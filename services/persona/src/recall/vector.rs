@@ -1,7 +1,8 @@
 //! The vector source (issue 12 item 5): when `llm.embedding` is configured, the message is
 //! embedded and compared (cosine, in process) with the stored vectors of other sessions'
-//! utterances and the persona's active states. Items without a vector yet are embedded
-//! lazily, newest first, a bounded batch per recall, into `memory_embeddings`.
+//! utterances and the persona's active states. The persona's autonomy messages are embedded
+//! when said ([`store_said`]); anything else without a vector yet is embedded lazily, newest
+//! first, a bounded batch per recall, into `memory_embeddings`.
 
 use sqlx::{PgPool, Row};
 
@@ -83,21 +84,79 @@ pub async fn backfill(
         .await
         .map_err(|e| format!("embedding stored memories: {e}"))?;
     for ((item_id, persona, session_id, text), vector) in rows.into_iter().zip(vectors) {
-        sqlx::query(
-            "INSERT INTO memory_embeddings (item_id, model, persona, session_id, text, vector) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        store(
+            pool,
+            model,
+            &item_id,
+            persona.as_deref(),
+            session_id.as_deref(),
+            &text,
+            &vector,
         )
-        .bind(item_id)
-        .bind(name)
-        .bind(persona)
-        .bind(session_id)
-        .bind(text)
-        .bind(vector)
-        .execute(pool)
-        .await
-        .map_err(|e| format!("storing a vector: {e}"))?;
+        .await?;
     }
     Ok(())
+}
+
+/// Embeds one utterance as it is said and stores its vector (the same item id and text as
+/// [`backfill`] would give it), so a later recall compares against it without embedding it
+/// first. `said_by_user` picks the text's speaker tag.
+pub async fn store_said(
+    pool: &PgPool,
+    model: &LlmClient,
+    session_id: &str,
+    event_id: uuid::Uuid,
+    said_by_user: bool,
+    text: &str,
+) -> Result<(), String> {
+    let tag = if said_by_user {
+        "(the user said) "
+    } else {
+        "(I said) "
+    };
+    let text = format!("{tag}{text}");
+    let vector = model
+        .embed(std::slice::from_ref(&text))
+        .await
+        .map_err(|e| format!("embedding an utterance: {e}"))?
+        .pop()
+        .ok_or("the embedding model returned no vector")?;
+    store(
+        pool,
+        model,
+        &format!("event:{event_id}"),
+        None,
+        Some(session_id),
+        &text,
+        &vector,
+    )
+    .await
+}
+
+/// Inserts one vector (a vector already stored for the item and model stays).
+async fn store(
+    pool: &PgPool,
+    model: &LlmClient,
+    item_id: &str,
+    persona: Option<&str>,
+    session_id: Option<&str>,
+    text: &str,
+    vector: &[f32],
+) -> Result<(), String> {
+    sqlx::query(
+        "INSERT INTO memory_embeddings (item_id, model, persona, session_id, text, vector) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+    )
+    .bind(item_id)
+    .bind(&model.config().model)
+    .bind(persona)
+    .bind(session_id)
+    .bind(text)
+    .bind(vector)
+    .execute(pool)
+    .await
+    .map(|_| ())
+    .map_err(|e| format!("storing a vector: {e}"))
 }
 
 /// Stored items of this scope whose vector is at least [`MIN_COSINE`] from `query_vector`,
