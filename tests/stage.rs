@@ -512,3 +512,81 @@ async fn a_second_run_is_given_what_the_first_run_saved_to_memory() {
     assert!(!fresh.contains("灯台"), "{fresh}");
     app.cleanup().await;
 }
+
+/// Seed 003 §7: each node of a run logs its name with the run's correlation id at INFO, and
+/// the model's request and response are logged masked and cut.
+#[tokio::test]
+async fn every_node_of_a_run_logs_its_name_and_the_run_s_correlation_id() {
+    let logs = support::logs::capture();
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "1")]).await;
+    app.llm.push_for_model(
+        &model("LUMINA"),
+        Script::reply("了解、覚えておくね。[Next: NOX]"),
+    );
+    let mut ws = connect(&app, "nodes").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: LUMINA] my password is correcthorsebattery9"}),
+    )
+    .await;
+    frames_until(&mut ws, is_active).await;
+    let events = stage_events(&app, "nodes").await;
+    let input = events
+        .iter()
+        .find(|e| e.event_type == "StageUserInput")
+        .expect("the input");
+    let run = input.metadata.correlation_id.to_string();
+    // persist_memory runs after the run ended: wait for its line.
+    let lines = ghost_testkit::testing::eventually(
+        Duration::from_secs(20),
+        "persist_memory's line",
+        || async {
+            let lines: Vec<Value> = logs
+                .text()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|v| v["fields"]["correlation_id"] == run.as_str())
+                .collect();
+            lines
+                .iter()
+                .any(|v| v["fields"]["node"] == "persist_memory")
+                .then_some(lines)
+        },
+    )
+    .await;
+    let nodes: Vec<&str> = lines
+        .iter()
+        .filter(|v| v["target"] == "stage.node" && v["level"] == "INFO")
+        .filter_map(|v| v["fields"]["node"].as_str())
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            "prepare_context",
+            "call_llm",
+            "postprocess_response",
+            "extract_next",
+            "end_or_continue",
+            "send_message",
+            "persist_memory"
+        ]
+    );
+    let exchange: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["target"] == "stage.llm")
+        .collect();
+    assert_eq!(exchange.len(), 2, "{exchange:?}");
+    assert_eq!(exchange[0]["fields"]["direction"], "REQ");
+    let request = exchange[0]["fields"]["text"].as_str().unwrap();
+    assert!(request.contains("my password is"), "{request}");
+    assert!(
+        !request.contains("correcthorsebattery9"),
+        "masked: {request}"
+    );
+    assert_eq!(exchange[1]["fields"]["direction"], "RESP");
+    assert!(exchange[1]["fields"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("了解、覚えておくね。"));
+    app.cleanup().await;
+}

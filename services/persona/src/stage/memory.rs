@@ -92,6 +92,12 @@ impl EventHandler for MemoryHandler {
         let e = NewEvent::caused_by(&event, STEP_MEMORY, &saved, self.ctx.service)
             .map_err(HandlerError::permanent)?;
         let version = self.log.append_steps(&event.stream, vec![e]).await?;
+        super::node::passed(
+            super::node::Node::PersistMemory,
+            event.metadata.correlation_id,
+            &ended.stage_id,
+            ended.turns,
+        );
         info!(target: "operation", stage_id = %ended.stage_id, turns = ended.turns, reason = %ended.reason, "stage run persisted to memory");
         announce(
             self.ctx.bus(),

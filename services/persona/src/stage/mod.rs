@@ -5,6 +5,7 @@
 //! - [`turn`]: `StageTurnRequested` → `StageSpoke`/`StageTurnFailed`, `NextSpeakerChosen`,
 //!   then the next `StageTurnRequested` or `StageEnded`, in one append;
 //! - [`memory`]: `StageEnded` → `StageMemorySaved` (the run's summary);
+//! - [`node`]: each graph node's INFO line with the run's correlation id;
 //! - [`cast`]: the characters, their models and prompts; [`prompt`]: the shared rules;
 //! - [`postprocess`]: `<think>`, tags, greetings, shortening; [`view`]: the stage so far;
 //! - [`signal`]: `thinking` and wake-ups for watchers on core NATS;
@@ -13,6 +14,7 @@
 pub mod cast;
 pub mod input;
 pub mod memory;
+pub mod node;
 pub mod postprocess;
 pub mod prompt;
 pub mod signal;

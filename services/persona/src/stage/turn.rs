@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::{info, warn};
+use uuid::Uuid;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
@@ -27,6 +28,7 @@ use ghost_shared::service::ServiceContext;
 use ghost_shared::stage_signal::StageSignal;
 
 use super::cast::{Cast, Member};
+use super::node::{self, Node};
 use super::signal::announce;
 use super::view::StageView;
 use super::StageLog;
@@ -60,15 +62,25 @@ impl TurnHandler {
     }
 
     /// `call_llm` with the stage's timeout; never longer, never a panic.
-    async fn call(&self, member: &Member, view: &StageView) -> Result<String, CallFailure> {
+    async fn call(
+        &self,
+        member: &Member,
+        view: &StageView,
+        run: Uuid,
+    ) -> Result<String, CallFailure> {
+        let transcript = view.transcript_for(&member.character.display_name);
+        node::model_exchange("REQ", run, &member.character.name, &transcript);
         let messages = [
             ChatMessage::system(member.system_prompt.clone()),
-            ChatMessage::user(view.transcript_for(&member.character.display_name)),
+            ChatMessage::user(transcript),
         ];
         let limit: Duration = self.ctx.config.ghost.stage.model_timeout();
         match tokio::time::timeout(limit, member.llm.complete(&messages, Call::interactive())).await
         {
-            Ok(Ok(text)) => Ok(text),
+            Ok(Ok(text)) => {
+                node::model_exchange("RESP", run, &member.character.name, &text);
+                Ok(text)
+            }
             Ok(Err(e)) => Err(CallFailure {
                 code: e.code(),
                 message: e.to_string(),
@@ -196,8 +208,11 @@ impl EventHandler for TurnHandler {
         }
 
         // prepare_context: the recent lines, and what earlier runs saved to memory.
+        let run = event.metadata.correlation_id;
+        let passed = |n: Node| node::passed(n, run, &req.stage_id, req.turn_index);
         let mut view = StageView::from_tail(&tail, req.input_id, settings.history_lines);
         view.memory = memories?;
+        passed(Node::PrepareContext);
         if view.stopped {
             info!(stage_id = %req.stage_id, turn = req.turn_index, "stop requested; ending the run");
             return self.stop(&event, &req).await;
@@ -215,7 +230,8 @@ impl EventHandler for TurnHandler {
                     },
                 )
                 .await;
-                self.call(member, &view).await
+                passed(Node::CallLlm);
+                self.call(member, &view, run).await
             }
             None => Err(CallFailure {
                 code: "unknown_speaker",
@@ -229,12 +245,14 @@ impl EventHandler for TurnHandler {
         let (outcome, decision) = match (called, member) {
             (Ok(raw), Some(member)) => {
                 let text = self.cast.postprocess.apply(&raw);
+                passed(Node::PostprocessResponse);
                 let decision = resolve_next_speaker(
                     &raw,
                     &req.speaker,
                     &self.cast.registry,
                     &self.cast.policy,
                 );
+                passed(Node::ExtractNext);
                 let spoke = StageSpoke {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
@@ -265,6 +283,7 @@ impl EventHandler for TurnHandler {
                 // choose_next_fallback: no text, so no tag; the policy's fallback decides.
                 let decision =
                     resolve_next_speaker("", &req.speaker, &self.cast.registry, &self.cast.policy);
+                passed(Node::ChooseNextFallback);
                 let failed = StageTurnFailed {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
@@ -309,6 +328,7 @@ impl EventHandler for TurnHandler {
             }
         }
         .map_err(HandlerError::permanent)?;
+        passed(Node::EndOrContinue);
 
         let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         ghost_shared::fault::point("stage.before_append");
@@ -318,6 +338,9 @@ impl EventHandler for TurnHandler {
             .await?;
         ghost_shared::fault::point("stage.after_append");
         ghost_shared::metrics::stage_turn(spoke);
+        if spoke {
+            passed(Node::SendMessage);
+        }
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
         announce(
             self.ctx.bus(),
