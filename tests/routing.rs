@@ -482,13 +482,7 @@ async fn a_reroute_is_declared_and_the_next_message_is_compared_against_it() {
     // The worker reads only the task's request: the earlier turns it is given mention
     // "wrong-route" too.
     let request_only = |task: &str| {
-        let request = task
-            .split_once("[request]\n")
-            .map_or(task, |(_, rest)| rest)
-            .split("\n\n[")
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let request = ghost_shared::llm::Fence::data_of(task, "REQUEST").unwrap_or(task);
         let note = if task.contains("did not fit") {
             " (did not fit)"
         } else {

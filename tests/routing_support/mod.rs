@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use ghost::stack::ServiceName;
 use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::llm::Fence;
 use ghost_testkit::fake_llm::{FakeLlm, RecordedRequest, Script};
 use serde_json::Value;
 
@@ -68,11 +69,7 @@ pub fn kind(r: &RecordedRequest) -> Kind {
 /// The routed message inside a classifier/Kuro request.
 pub fn routed_text(r: &RecordedRequest) -> String {
     let user = r.last_user_text().unwrap_or_default();
-    let start = user
-        .find("<<<MESSAGE\n")
-        .map_or(0, |i| i + "<<<MESSAGE\n".len());
-    let end = user.rfind("\nMESSAGE>>>").unwrap_or(user.len());
-    user.get(start..end).unwrap_or_default().to_owned()
+    Fence::data_of(&user, "MESSAGE").unwrap_or(&user).to_owned()
 }
 
 /// Computes the worker's output from its task.
@@ -99,11 +96,9 @@ pub const GOAL_REACHED: &str = r#"{"goal_reached":true}"#;
 /// The user's message inside a proposal request.
 pub fn proposal_text(r: &RecordedRequest) -> String {
     let user = r.last_user_text().unwrap_or_default();
-    let start = user
-        .find("<<<USER_MESSAGE\n")
-        .map_or(0, |i| i + "<<<USER_MESSAGE\n".len());
-    let end = user.find("\nUSER_MESSAGE>>>").unwrap_or(user.len());
-    user.get(start..end).unwrap_or_default().to_owned()
+    Fence::data_of(&user, "USER_MESSAGE")
+        .unwrap_or(&user)
+        .to_owned()
 }
 
 const CHAT_DECISION: &str = r#"{"route":"CHAT","confidence":0.9,"reason":"chat","evidence":[]}"#;

@@ -17,7 +17,7 @@ use ghost_shared::events::{
     persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
     UserMessageReceived, RECALL_STEP,
 };
-use ghost_shared::llm::{Call, ChatMessage, ImagePart, LlmClient, LlmError};
+use ghost_shared::llm::{Call, ChatMessage, Fence, ImagePart, LlmClient, LlmError};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -376,7 +376,7 @@ impl Renderer {
         let mut user = request.user_text.clone();
         if let Some(result) = &request.work_result {
             user.push_str("\n\n[task result to convey]\n");
-            user.push_str(&result.to_string());
+            user.push_str(&Fence::new().block("TASK_RESULT", &result.to_string()));
             user.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());
@@ -468,11 +468,13 @@ impl Renderer {
             .as_ref()
             .map(ToString::to_string)
             .unwrap_or_default();
+        let fence = Fence::new();
         let messages = [
             ChatMessage::system(self.proposal_prompt.clone()),
             ChatMessage::user(format!(
-                "<<<USER_MESSAGE\n{}\nUSER_MESSAGE>>>\n<<<TASK_RESULT\n{result}\nTASK_RESULT>>>",
-                request.user_text
+                "{}\n{}",
+                fence.block("USER_MESSAGE", &request.user_text),
+                fence.block("TASK_RESULT", &result)
             )),
         ];
         let contract = contracts::proposal::contract();

@@ -8,7 +8,7 @@ use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{ClassifierCallStarted, ClassifierReplied, ClassifyRequested};
-use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -110,14 +110,14 @@ impl EventHandler for Classifier {
                 contracts::route_decision::classifier(),
             )
         };
+        // The conversation and the message are data behind this prompt's own boundary.
+        let fence = Fence::new();
         let mut user = String::new();
         if !request.context.trim().is_empty() {
-            user.push_str(request.context.trim_end());
+            user.push_str(&fence.block("CONTEXT", request.context.trim_end()));
             user.push_str("\n\n");
         }
-        user.push_str("<<<MESSAGE\n");
-        user.push_str(&request.text);
-        user.push_str("\nMESSAGE>>>");
+        user.push_str(&fence.block("MESSAGE", &request.text));
         info!(mode = %request.mode, "structured route decision requested from the model");
         // The user waits for this decision: it goes before background work on the model.
         let messages = [ChatMessage::system(system.clone()), ChatMessage::user(user)];

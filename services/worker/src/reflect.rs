@@ -13,7 +13,7 @@ use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AffectReflected, AssistantReplied, ModelAnswerRejected, UserMessageReceived,
 };
-use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
+use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient, LlmError};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -92,7 +92,7 @@ impl EventHandler for Reflector {
         }
         let messages = [
             ChatMessage::system(self.template.replace("{{persona}}", &episode.speaker)),
-            ChatMessage::user(episode.exchange),
+            ChatMessage::user(Fence::new().block("EXCHANGE", &episode.exchange)),
         ];
         // A broken answer is retried once, then recorded as a permanent failure of this
         // step: never a reason to redeliver the reply (five more calls each) until it is

@@ -3,6 +3,7 @@
 //! limits, and the worker model gets them as its only sources. The URLs given travel on
 //! `WorkerCompleted.sources`: a reply may cite those and nothing else.
 
+use ghost_shared::llm::Fence;
 use ghost_shared::web::{WebClient, WebError};
 use tracing::{info, warn};
 
@@ -26,12 +27,9 @@ pub enum ResearchError {
     SearchFailed(WebError),
 }
 
-/// The request part of a task (`[request]` up to the next section).
+/// The request of a task (its REQUEST block; a task without one is all request).
 fn request_of(task: &str) -> &str {
-    let body = task
-        .split_once("[request]\n")
-        .map_or(task, |(_, rest)| rest);
-    body.split("\n\n[").next().unwrap_or(body).trim()
+    Fence::data_of(task, "REQUEST").unwrap_or(task).trim()
 }
 
 /// Searches for the task's request and reads the hits' pages.
@@ -44,27 +42,31 @@ pub async fn gather(web: &WebClient, task: &str) -> Result<Sources, ResearchErro
         .search(&query)
         .await
         .map_err(ResearchError::SearchFailed)?;
-    let mut section = String::from(
-        "\n\n[sources found for this request — use only these; cite them by URL in \"sources\"]\n",
-    );
+    // What the search engine and the pages say is data: one block behind this task's own
+    // boundary (a page cannot close it and speak as the task).
+    let mut sources = String::new();
     let mut urls = Vec::new();
     for (i, hit) in results.hits.iter().enumerate() {
-        section.push_str(&format!("[{}] {} — {}\n", i + 1, hit.title.trim(), hit.url));
+        sources.push_str(&format!("[{}] {} — {}\n", i + 1, hit.title.trim(), hit.url));
         if !hit.snippet.trim().is_empty() {
-            section.push_str(&format!("snippet: {}\n", hit.snippet.trim()));
+            sources.push_str(&format!("snippet: {}\n", hit.snippet.trim()));
         }
         match web.fetch(&hit.url).await {
             Ok(page) => {
                 let excerpt: String = page.text.chars().take(PAGE_EXCERPT_CHARS).collect();
-                section.push_str(&format!("page text: {excerpt}\n"));
+                sources.push_str(&format!("page text: {excerpt}\n"));
             }
             Err(e) => warn!(url = %hit.url, error = %e, "source page not read; snippet only"),
         }
         urls.push(hit.url.clone());
     }
     if urls.is_empty() {
-        section.push_str("(the search found nothing)\n");
+        sources.push_str("(the search found nothing)\n");
     }
+    let section = format!(
+        "\n\n[sources found for this request — use only these; cite them by URL in \"sources\"]\n{}\n",
+        Fence::new().block("SOURCES", sources.trim_end())
+    );
     info!(sources = urls.len(), "research sources gathered");
     Ok(Sources {
         task: format!("{}{section}", task.trim_end()),
@@ -77,9 +79,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_query_is_the_request_section() {
-        let task = "[request]\nRust 1.95 の新機能\n\n[recent turns]\nuser: hi\n";
-        assert_eq!(request_of(task), "Rust 1.95 の新機能");
+    fn the_query_is_the_request_block() {
+        let f = Fence::new();
+        let task = format!(
+            "[request]\n{}\n\n[the conversation]\n{}",
+            f.block("REQUEST", "Rust 1.95 の新機能"),
+            f.block("CONVERSATION", "user: hi")
+        );
+        assert_eq!(request_of(&task), "Rust 1.95 の新機能");
         assert_eq!(request_of("plain"), "plain");
     }
 }

@@ -8,7 +8,7 @@ use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     memory_stream, AssistantReplied, SessionSummarized, SummarizeRequested, UserMessageReceived,
 };
-use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::warn;
@@ -42,16 +42,19 @@ impl EventHandler for Summarizer {
             .rev()
             .find_map(|e| e.decode::<SessionSummarized>().ok());
         let turns = self.turns_since(&request, previous.as_ref()).await?;
+        let fence = Fence::new();
         let mut text = String::new();
         if let Some(p) = &previous {
             text.push_str("[previous summary]\n");
-            text.push_str(&p.summary);
+            text.push_str(&fence.block("PREVIOUS_SUMMARY", &p.summary));
             text.push_str("\n\n");
         }
         text.push_str("[turns since]\n");
-        for (role, said) in &turns {
-            text.push_str(&format!("{role}: {said}\n"));
-        }
+        let lines: Vec<String> = turns
+            .iter()
+            .map(|(role, said)| format!("{role}: {said}"))
+            .collect();
+        text.push_str(&fence.block("TURNS", &lines.join("\n")));
         let messages = [
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(text),

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::routing::{Route, WorkerResult};
+use ghost_shared::llm::Fence;
 use ghost_shared::masking::mask_secrets;
 
 /// Masks the task when it goes to the cloud.
@@ -15,40 +16,45 @@ fn for_route(route: Route, task: String) -> String {
     }
 }
 
-/// The first run's task: the request, the conversation context and (ANALYZE) earlier results.
+/// The first run's task: the request, the conversation context and (ANALYZE) earlier
+/// results, each a data block behind the task's own boundary ([`Fence`]).
 pub fn initial_task(route: Route, text: &str, context: &str, earlier: &[Value]) -> String {
-    let mut task = format!("[request]\n{}\n", text.trim());
+    let fence = Fence::new();
+    let mut task = format!("[request]\n{}\n", fence.block("REQUEST", text.trim()));
     if !context.trim().is_empty() {
-        task.push('\n');
-        task.push_str(context.trim_end());
+        task.push_str("\n[the conversation]\n");
+        task.push_str(&fence.block("CONVERSATION", context.trim_end()));
         task.push('\n');
     }
     if !earlier.is_empty() {
         task.push_str("\n[earlier analysis results of this conversation, oldest first]\n");
-        for result in earlier {
-            task.push_str(&result.to_string());
-            task.push('\n');
-        }
+        let lines: Vec<String> = earlier.iter().map(ToString::to_string).collect();
+        task.push_str(&fence.block("EARLIER_RESULTS", &lines.join("\n")));
+        task.push('\n');
     }
     for_route(route, task)
 }
 
-/// The next loop's task: the previous task, what the last run produced and what it proposed.
+/// The next loop's task: the previous task, what the last run produced and what it proposed
+/// (a worker's words: data blocks too).
 pub fn next_loop_task(route: Route, previous: &str, result: &WorkerResult) -> String {
+    let fence = Fence::new();
     let mut task = previous.trim_end().to_owned();
     task.push_str("\n\n[previous run's result]\n");
-    task.push_str(result.result.trim());
+    task.push_str(&fence.block("PREVIOUS_RESULT", result.result.trim()));
     if !result.why.trim().is_empty() {
         task.push_str("\n[why another run is needed]\n");
-        task.push_str(result.why.trim());
+        task.push_str(&fence.block("WHY", result.why.trim()));
     }
     if !result.next_actions.is_empty() {
         task.push_str("\n[do next]\n");
-        for action in &result.next_actions {
-            task.push_str("- ");
-            task.push_str(action);
-            task.push('\n');
-        }
+        let actions: Vec<String> = result
+            .next_actions
+            .iter()
+            .map(|a| format!("- {a}"))
+            .collect();
+        task.push_str(&fence.block("NEXT_ACTIONS", &actions.join("\n")));
+        task.push('\n');
     }
     for_route(route, task)
 }
@@ -60,8 +66,8 @@ pub fn reroute_task(route: Route, first: &str, from: Route, why: &str) -> String
         "\n\n[note] A first attempt on route {from} did not fit this request"
     ));
     if !why.trim().is_empty() {
-        task.push_str(": ");
-        task.push_str(why.trim());
+        task.push_str(":\n");
+        task.push_str(&Fence::new().block("WHY", why.trim()));
     }
     task.push('\n');
     for_route(route, task)
