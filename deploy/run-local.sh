@@ -43,6 +43,10 @@ else
     export "GHOST_LLM__${role}__MODEL=$name"
     export "GHOST_LLM__${role}__TIMEOUT_SECS=120"
   done
+  # The turn watchdog waits for the routing loops (3) and the reply at those timeouts
+  # (the router refuses to start otherwise); an HTTP client a little longer.
+  export GHOST_ROUTING__TURN_TIMEOUT_SECS=${GHOST_ROUTING__TURN_TIMEOUT_SECS:-480}
+  export GHOST_GATEWAY__TURN_TIMEOUT_SECS=${GHOST_GATEWAY__TURN_TIMEOUT_SECS:-490}
   # A tiny model rambles: the persona's replies get a budget of their own.
   export GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS=${GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS:-160}
   cat <<MSG

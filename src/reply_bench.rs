@@ -59,8 +59,6 @@ pub async fn run(args: ReplyBenchArgs) -> Result<()> {
     for (k, v) in [
         ("GHOST_MODEL__THREADS", threads.as_str()),
         ("GHOST_MODEL__MAX_TOKENS", "1536"),
-        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS", "600"),
-        ("GHOST_ROUTING__TURN_TIMEOUT_SECS", "590"),
         ("GHOST_ROUTING__RULES_FILE", "config/routing.yaml"),
         ("GHOST_MEMORY__RECALL_ENABLED", "true"),
         ("GHOST_BUS__STORAGE", "file"),

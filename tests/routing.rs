@@ -287,11 +287,7 @@ async fn loop_controller_limits_loops_reroutes_once_and_stops_on_malformed_outpu
         .map(|e| e.payload["decision"].clone())
         .collect();
     assert_eq!(decisions, ["another_loop", "another_loop", "limit_reached"]);
-    let prompt = r
-        .requests(Kind::Persona)
-        .last()
-        .and_then(|q| q.last_user_text())
-        .unwrap_or_default();
+    let prompt = r.last_prompt(Kind::Persona);
     assert!(prompt.contains("what input is needed"), "{prompt}");
 
     // Reroute: PLAN says OPS fits; OPS says PLAN fits — only the first is taken.

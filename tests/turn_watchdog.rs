@@ -33,7 +33,11 @@ async fn a_code_turn_without_a_coder_gets_one_notice_and_nothing_later() {
     let c = ChannelApp::spawn_services(
         &services,
         &[
-            ("GHOST_ROUTING__TURN_TIMEOUT_SECS", "2"),
+            // The smallest watchdog the router accepts: 3 loops x 1 s + a 1 s reply.
+            ("GHOST_ROUTING__TURN_TIMEOUT_SECS", "4"),
+            ("GHOST_LLM__WORKER__TIMEOUT_SECS", "1"),
+            ("GHOST_LLM__CODER__TIMEOUT_SECS", "1"),
+            ("GHOST_LLM__PERSONA__TIMEOUT_SECS", "1"),
             ("GHOST_ROUTING__WATCHDOG_INTERVAL_MS", "200"),
             ("GHOST_GATEWAY__TURN_TIMEOUT_SECS", "60"),
             ("GHOST_LLM__CODER__BASE_URL", &cloud_url),

@@ -317,10 +317,30 @@ pub struct WorkRequested {
     /// Whether this run is the message's one automatic reroute.
     #[serde(default)]
     pub reroute: bool,
+    /// When the message's time (`loop.max_seconds`) runs out: the run's model call is cut
+    /// there and the run fails with [`TIME_LIMIT`] (None in requests stored before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl EventPayload for WorkRequested {
     const EVENT_TYPE: &'static str = "WorkRequested";
+}
+
+/// `WorkerFailed.code` of a run cut at its message's time limit: the loop controller
+/// reports the work so far instead of a failure.
+pub const TIME_LIMIT: &str = "time_limit";
+
+impl WorkRequested {
+    /// Runs `work` until the request's deadline: None when the time ran out first (or had
+    /// already). Without a deadline it runs to its end.
+    pub async fn within_deadline<F: std::future::Future>(&self, work: F) -> Option<F::Output> {
+        let Some(deadline) = self.deadline else {
+            return Some(work.await);
+        };
+        let left = (deadline - chrono::Utc::now()).to_std().ok()?;
+        tokio::time::timeout(left, work).await.ok()
+    }
 }
 
 /// A worker finished a piece of work.
@@ -445,6 +465,101 @@ pub struct ClassifierReplied {
 
 impl EventPayload for ClassifierReplied {
     const EVENT_TYPE: &'static str = "ClassifierReplied";
+}
+
+/// The loop controller stopped to ask the user (seed 002): the work so far waits for their
+/// next message in the conversation, which resumes it when it answers the questions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationPending {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message whose work is paused.
+    pub user_event_id: Uuid,
+    /// The route the work ran on.
+    pub route: Route,
+    /// The last run's task.
+    pub task: String,
+    /// The work so far (the last run's result).
+    pub result: String,
+    /// What the user is asked (empty: "confirm before going on").
+    #[serde(default)]
+    pub questions: Vec<String>,
+}
+
+impl EventPayload for ConfirmationPending {
+    const EVENT_TYPE: &'static str = "ConfirmationPending";
+}
+
+/// Asks the worker model whether a message answers a pending confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationCheckRequested {
+    /// The conversation.
+    pub session_id: String,
+    /// The new user message.
+    pub user_event_id: Uuid,
+    /// The `ConfirmationPending` event.
+    pub pending_event_id: Uuid,
+    /// The questions asked.
+    pub questions: Vec<String>,
+    /// The paused work's result (what the questions are about).
+    pub result: String,
+    /// The message's text.
+    pub text: String,
+}
+
+impl EventPayload for ConfirmationCheckRequested {
+    const EVENT_TYPE: &'static str = "ConfirmationCheckRequested";
+}
+
+/// The model's raw judgement (validated by the router), or why the call failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationChecked {
+    /// The conversation.
+    pub session_id: String,
+    /// The new user message.
+    pub user_event_id: Uuid,
+    /// The `ConfirmationPending` event.
+    pub pending_event_id: Uuid,
+    /// The model's reply as returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// Why there is no reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl EventPayload for ConfirmationChecked {
+    const EVENT_TYPE: &'static str = "ConfirmationChecked";
+}
+
+/// How a pending confirmation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmationOutcome {
+    /// The message answered: the work resumed with it.
+    Resumed,
+    /// The message was about something else (or a route command): the work was dropped.
+    Dropped,
+}
+
+/// The user's next message decided a pending confirmation (logged; the pending work is
+/// never resumed twice).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationResolved {
+    /// The conversation.
+    pub session_id: String,
+    /// The message that decided it.
+    pub user_event_id: Uuid,
+    /// The `ConfirmationPending` event.
+    pub pending_event_id: Uuid,
+    /// Resumed or dropped.
+    pub outcome: ConfirmationOutcome,
+    /// Why (the model's reason, a route command, or why its answer was unusable).
+    pub reason: String,
+}
+
+impl EventPayload for ConfirmationResolved {
+    const EVENT_TYPE: &'static str = "ConfirmationResolved";
 }
 
 /// The loop controller's decision after one worker run (the routing log reads it).

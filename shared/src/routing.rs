@@ -108,6 +108,9 @@ pub enum RouteSource {
     Kuro,
     /// Kuro's delegation decision was discarded for the same reasons as `classifier_failed`.
     KuroFailed,
+    /// The message answered the questions of the session's paused work, which resumes on
+    /// its route.
+    Resumed,
 }
 
 impl RouteSource {
@@ -122,6 +125,7 @@ impl RouteSource {
             RouteSource::LineForcedChat => "line_forced_chat",
             RouteSource::Kuro => "kuro",
             RouteSource::KuroFailed => "kuro_failed",
+            RouteSource::Resumed => "resumed",
         }
     }
 }

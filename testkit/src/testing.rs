@@ -318,6 +318,8 @@ pub fn embedded_model_file() -> PathBuf {
 /// Overrides that enable the embedded model (`model.path` the default file, served on
 /// `port` as `name`) and point each of `roles` at `roles_url` (the model itself, or a
 /// recorder in front of it) over the OpenAI wire, each call bounded by `timeout_secs`.
+/// The turn watchdog waits for the routing loops and the reply at those timeouts (the
+/// router refuses less), and an HTTP client a little longer.
 pub fn embedded_model_overrides(
     port: u16,
     name: &str,
@@ -336,6 +338,19 @@ pub fn embedded_model_overrides(
             embedded_model_file().display().to_string(),
         ),
         ("GHOST_MODEL__NAME".to_owned(), name.to_owned()),
+        // Every coder call of the tests is faked, bounded like the rest.
+        (
+            "GHOST_LLM__CODER__TIMEOUT_SECS".to_owned(),
+            timeout_secs.to_string(),
+        ),
+        (
+            "GHOST_ROUTING__TURN_TIMEOUT_SECS".to_owned(),
+            (timeout_secs * 4).to_string(),
+        ),
+        (
+            "GHOST_GATEWAY__TURN_TIMEOUT_SECS".to_owned(),
+            (timeout_secs * 4 + 10).to_string(),
+        ),
     ];
     for role in roles {
         let key = role.to_uppercase();

@@ -42,6 +42,8 @@ pub enum Kind {
     Reflect,
     /// The persona's judgement of a work result before replying.
     Proposal,
+    /// Whether a message answers paused work.
+    Confirmation,
     /// The persona's reply.
     Persona,
 }
@@ -61,6 +63,8 @@ pub fn kind(r: &RecordedRequest) -> Kind {
         Kind::Reflect
     } else if system.contains("whether a task result reaches what the") {
         Kind::Proposal
+    } else if system.contains("A task for the user was paused") {
+        Kind::Confirmation
     } else {
         Kind::Persona
     }
@@ -88,7 +92,14 @@ pub struct Scripts {
     pub summary: Option<String>,
     /// The persona's proposal by the user's message (default: [`GOAL_REACHED`]).
     pub proposal: HashMap<String, String>,
+    /// Whether a message answers paused work, by the message (default: it does).
+    pub confirmation: HashMap<String, String>,
 }
+
+/// The check's judgement that a message answers paused work.
+pub const ANSWERS: &str = r#"{"answers_pending":true,"reason":"it answers"}"#;
+/// The check's judgement that a message is a new topic.
+pub const NEW_TOPIC: &str = r#"{"answers_pending":false,"reason":"a new topic"}"#;
 
 /// The persona's judgement that a result reaches the goal.
 pub const GOAL_REACHED: &str = r#"{"goal_reached":true}"#;
@@ -161,6 +172,11 @@ impl RoutingApp {
                     .get(&proposal_text(r))
                     .cloned()
                     .unwrap_or_else(|| GOAL_REACHED.to_owned()),
+                Kind::Confirmation => scripts
+                    .confirmation
+                    .get(&routed_text(r))
+                    .cloned()
+                    .unwrap_or_else(|| ANSWERS.to_owned()),
                 Kind::Persona => PERSONA_REPLY.to_owned(),
             };
             Script::chunks(vec![text.as_str()])
@@ -177,6 +193,14 @@ impl RoutingApp {
             .into_iter()
             .filter(|r| r.path == "/api/chat" && kind(r) == k)
             .collect()
+    }
+
+    /// The user message of the last local-model request of one kind.
+    pub fn last_prompt(&self, k: Kind) -> String {
+        self.requests(k)
+            .last()
+            .and_then(|q| q.last_user_text())
+            .unwrap_or_default()
     }
 
     /// One chat turn; the `done` event's reply text.

@@ -24,7 +24,6 @@ pub fn overrides(port: u16, roles_url: &str, roles: &[&str]) -> Vec<(String, Str
         // One thread: two tests run a model each at once on two cores, and llama.cpp's
         // threads wait for each other by spinning (two threads each crawl when contended).
         ("GHOST_MODEL__THREADS", "1"),
-        ("GHOST_GATEWAY__TURN_TIMEOUT_SECS", "600"),
         ("GHOST_STAGE__MODEL_TIMEOUT_SECS", "300"),
     ] {
         vars.push((k.to_owned(), v.to_owned()));

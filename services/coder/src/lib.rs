@@ -19,7 +19,7 @@ use std::sync::Arc;
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed, TIME_LIMIT};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
@@ -146,8 +146,18 @@ impl EventHandler for Coder {
             // The user waits; the answer keeps the worker contract (no sources off RESEARCH).
             let contract = contracts::worker_output::contract::<&str>(&[]);
             let call = Call::interactive().shaped(&contract);
-            match self.llm.complete_counted(&messages, call).await {
-                Ok((result, reported)) => {
+            match work
+                .within_deadline(self.llm.complete_counted(&messages, call))
+                .await
+            {
+                None => {
+                    warn!("the message's time ran out during the cloud call");
+                    vec![encoded(failed(
+                        TIME_LIMIT,
+                        "the message's time limit (loop.max_seconds) ran out during the run".into(),
+                    ))?]
+                }
+                Some(Ok((result, reported))) => {
                     called = true;
                     let model = &self.llm.config().model;
                     let prompt = [self.system.as_str(), task.as_str()];
@@ -175,7 +185,7 @@ impl EventHandler for Coder {
                         ))?,
                     ]
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     let message = mask_secrets(&e.to_string()).into_owned();
                     warn!(error = %message, "cloud coder call failed");
                     vec![encoded(failed("llm_error", message))?]

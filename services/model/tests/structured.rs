@@ -4,9 +4,11 @@
 
 mod support;
 
+use ghost_shared::contracts::confirmation::{self, ConfirmationAnswer};
 use ghost_shared::contracts::{
     affect, decision, proposal, route_decision, selection, worker_output, write_plan,
 };
+use ghost_shared::llm::Fence;
 use serde_json::{json, Value};
 use support::{server, NAME, ONE_AT_A_TIME};
 
@@ -303,6 +305,7 @@ async fn every_ghost_contract_is_taken_as_a_grammar() {
     };
     let contracts = [
         affect::reflection(),
+        confirmation::contract(),
         decision::contract(&["speak", "wait"]),
         proposal::contract(),
         route_decision::classifier(),
@@ -322,4 +325,40 @@ async fn every_ghost_contract_is_taken_as_a_grammar() {
         "trigger": TRIGGER, "schema": affect::trailer().schema}});
     let (status, reply) = post(&body(messages, trailer), &[]).await;
     assert_eq!(status, 200, "{reply}");
+}
+
+/// The worker's check whether a message answers paused work, as the worker asks it (its
+/// prompt, fenced data, the contract's budget): SmolLM2's answer is always a valid
+/// judgement, whichever way it goes.
+#[tokio::test]
+async fn the_confirmation_check_holds_its_shape_on_the_real_model() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let system = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../prompts/confirmation.md"
+    ))
+    .expect("prompts/confirmation.md");
+    let c = confirmation::contract();
+    for message in [
+        "Use port 8080, please.",
+        "By the way, what is the weather today?",
+    ] {
+        let fence = Fence::new();
+        let user = format!(
+            "{}\n{}\n{}",
+            fence.block("QUESTIONS", "Which port should the app use?"),
+            fence.block("WORK_SO_FAR", "deployment plan drafted, port unknown"),
+            fence.block("MESSAGE", message)
+        );
+        let request = body(
+            json!([{"role": "system", "content": system}, {"role": "user", "content": user}]),
+            json!({"max_tokens": c.max_tokens, "response_format": {"type": "json_schema",
+                "json_schema": {"name": c.name, "schema": c.schema, "strict": true}}}),
+        );
+        let answer = content(&request).await;
+        assert!(
+            ConfirmationAnswer::parse(&answer).is_ok(),
+            "{message}: {answer:?}"
+        );
+    }
 }

@@ -40,6 +40,9 @@ const READY_DELTAS: usize = 256;
 /// stored under them is not rendered again.
 const STEP_REPLIED: &str = "AssistantReplied";
 const STEP_FAILED: &str = "RenderFailed";
+
+/// Time kept, before the turn watchdog, to store and deliver a reply.
+const RENDER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 const STEP_PROPOSED: &str = "PersonaProposed";
 
 /// Longest proposal output kept on the event, in characters (the router validates it).
@@ -495,6 +498,18 @@ impl Renderer {
         }
     }
 
+    /// What is left, for a turn whose message arrived at `asked_at`, before the turn
+    /// watchdog would close it (less a margin to store and deliver the reply).
+    fn time_left(&self, asked_at: chrono::DateTime<chrono::Utc>) -> std::time::Duration {
+        let turn = chrono::Duration::seconds(
+            i64::try_from(self.ctx.config.ghost.routing.turn_timeout_secs).unwrap_or(i64::MAX),
+        );
+        let left = (asked_at + turn - chrono::Utc::now())
+            .to_std()
+            .unwrap_or_default();
+        left.saturating_sub(RENDER_MARGIN)
+    }
+
     /// The mood service's answer, or None when it does not answer in time (a reply is never
     /// held hostage by the mood: it answers in the calm default).
     async fn current_mood(&self) -> Option<MoodState> {
@@ -655,20 +670,29 @@ impl EventHandler for Renderer {
         };
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
-        let generated = self
-            .generate(&turn, &messages, prefix.clone())
-            .instrument(info_span!("model_call"))
-            .await
-            .and_then(|g| {
-                // Only an affect trailer and no words is no reply at all.
-                if g.reply.trim().is_empty() {
-                    Err(LlmError::MalformedStream(
-                        "the model wrote no reply text".into(),
-                    ))
-                } else {
-                    Ok(g)
-                }
-            });
+        // The reply ends before the turn watchdog would close the turn with its notice:
+        // the time left is the call's bound when it is shorter than the model's own.
+        let asked_at = user_event
+            .as_ref()
+            .map_or(event.recorded_at, |e| e.recorded_at);
+        let left = self.time_left(asked_at);
+        let generated = tokio::time::timeout(
+            left,
+            self.generate(&turn, &messages, prefix.clone())
+                .instrument(info_span!("model_call")),
+        )
+        .await
+        .unwrap_or(Err(LlmError::Timeout { after: left }))
+        .and_then(|g| {
+            // Only an affect trailer and no words is no reply at all.
+            if g.reply.trim().is_empty() {
+                Err(LlmError::MalformedStream(
+                    "the model wrote no reply text".into(),
+                ))
+            } else {
+                Ok(g)
+            }
+        });
         let failure_code = generated.as_ref().err().map(|e| e.code());
         let (new_event, message) = match generated {
             Ok(generated) => {

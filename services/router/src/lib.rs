@@ -20,7 +20,8 @@ use std::time::Duration;
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
-    ClassifierReplied, PersonaProposed, UserMessageReceived, WorkerCompleted, WorkerFailed,
+    ClassifierReplied, ConfirmationChecked, PersonaProposed, UserMessageReceived, WorkerCompleted,
+    WorkerFailed,
 };
 use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
@@ -41,6 +42,20 @@ pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, Servic
         .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))
 }
 
+/// Refuses a configuration whose loops and reply cannot end before the turn watchdog.
+fn check_time_budget(ctx: &ServiceContext, config: &RoutingConfig) -> Result<(), ServiceError> {
+    let llm = &ctx.config.ghost.llm;
+    let secs = |role: &str| llm.get(role).map_or(0, |c| c.timeout_secs);
+    config
+        .loop_policy
+        .fits_turn(
+            secs("worker").max(secs("coder")),
+            secs("persona"),
+            ctx.config.ghost.routing.turn_timeout_secs,
+        )
+        .map_err(ServiceError::Config)
+}
+
 /// The router's projections (rebuilt by `ghost projections rebuild routing`): one
 /// runner feeds `routing_sessions`, `routing_log` and `analyze_results`.
 pub fn projections() -> Vec<Arc<dyn Projection>> {
@@ -51,6 +66,7 @@ pub fn projections() -> Vec<Arc<dyn Projection>> {
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
     let config = load_routing_config(&ctx)?;
+    check_time_budget(&ctx, &config)?;
     let router = Arc::new(Router::new(ctx.clone(), config));
     let p = &ctx.config.ghost.projections;
     for projection in projections() {
@@ -68,6 +84,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         WorkerCompleted::EVENT_TYPE,
         WorkerFailed::EVENT_TYPE,
         PersonaProposed::EVENT_TYPE,
+        ConfirmationChecked::EVENT_TYPE,
     ] {
         handle.spawn(run_consumer(
             ctx.bus().clone(),

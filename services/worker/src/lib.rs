@@ -7,11 +7,13 @@
 //!   decision (kuro mode), each called at most once per user message;
 //! - [`research`]: RESEARCH's real sources (search and page fetch through `ghost_shared::web`);
 //! - [`summarize`]: `SummarizeRequested` — the session's short-memory summary;
+//! - [`confirm`]: `ConfirmationCheckRequested` — whether a message answers paused work;
 //! - [`reflect`]: `reflect_episode`, the affect of replies that came without a trailer;
 //! - [`autonomy`]: deliberation (schedule and on demand) and the actions decisions name.
 
 pub mod autonomy;
 pub mod classify;
+pub mod confirm;
 pub mod reflect;
 pub mod research;
 pub mod summarize;
@@ -22,7 +24,9 @@ use std::sync::Arc;
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
 use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{ClassifyRequested, SummarizeRequested, WorkRequested};
+use ghost_shared::events::{
+    ClassifyRequested, ConfirmationCheckRequested, SummarizeRequested, WorkRequested,
+};
 use ghost_shared::llm::LlmClient;
 use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 
@@ -59,6 +63,11 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         llm.clone(),
         prompt(&ctx, "prompts/reflect.md")?,
     ));
+    let confirmer = Arc::new(confirm::ConfirmationChecker {
+        ctx: ctx.clone(),
+        llm: llm.clone(),
+        system: prompt(&ctx, "prompts/confirmation.md")?,
+    });
     let summarizer = Arc::new(summarize::Summarizer {
         ctx: ctx.clone(),
         llm,
@@ -86,6 +95,11 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx.bus().clone(),
         ConsumerSpec::new(SERVICE, SummarizeRequested::EVENT_TYPE),
         summarizer,
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new(SERVICE, ConfirmationCheckRequested::EVENT_TYPE),
+        confirmer,
     ));
     Ok(handle)
 }

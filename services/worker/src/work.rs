@@ -3,7 +3,7 @@
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed};
+use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed, TIME_LIMIT};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::service::ServiceContext;
@@ -84,8 +84,19 @@ impl EventHandler for Worker {
         info!(route = %work.route, loop_index = work.loop_index, "worker run");
         let contract = contracts::worker_output::contract(&sources);
         let call = Call::interactive().shaped(&contract);
-        let outcome = match self.llm.complete(&messages, call).await {
-            Ok(result) => {
+        let outcome = match work
+            .within_deadline(self.llm.complete(&messages, call))
+            .await
+        {
+            None => {
+                warn!(route = %work.route, "the message's time ran out during the run");
+                let failed = failed(
+                    TIME_LIMIT,
+                    "the message's time limit (loop.max_seconds) ran out during the run".into(),
+                );
+                NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)
+            }
+            Some(Ok(result)) => {
                 let done = WorkerCompleted {
                     session_id: work.session_id.clone(),
                     user_event_id: work.user_event_id,
@@ -95,7 +106,7 @@ impl EventHandler for Worker {
                 };
                 NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &done, service)
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 warn!(route = %work.route, error = %e, "worker model call failed");
                 let failed = failed("llm_error", e.to_string());
                 NewEvent::caused_by(&event, WORK_OUTCOME_STEP, &failed, service)

@@ -169,7 +169,7 @@ impl Default for GatewaySettings {
             listen: "127.0.0.1:8080".into(),
             max_body_bytes: 64 * 1024,
             max_message_chars: 8000,
-            turn_timeout_secs: 180,
+            turn_timeout_secs: 260,
             max_ws_frame_bytes: 64 * 1024,
             max_ws_message_bytes: 64 * 1024,
             max_connections: 1024,
@@ -601,7 +601,7 @@ impl Default for RoutingSettings {
             summarize_after_turns: 20,
             recent_turns: 6,
             analyze_context: 3,
-            turn_timeout_secs: 170,
+            turn_timeout_secs: 250,
             watchdog_interval_ms: 1000,
         }
     }

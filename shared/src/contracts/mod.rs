@@ -9,6 +9,7 @@
 //! - [`route_decision`]: the classifier and Kuro's delegation;
 //! - [`worker_output`]: the worker contract (local worker and cloud coder);
 //! - [`proposal`]: the persona's judgement of a work result;
+//! - [`confirmation`]: whether a message answers a paused task's questions;
 //! - [`selection`]: recall selection;
 //! - [`affect`]: the affect trailer and the reflection;
 //! - [`write_plan`]: the write plan;
@@ -18,6 +19,7 @@
 //! tokens, and a cap sized to the shape keeps a runaway model from holding the engine.
 
 pub mod affect;
+pub mod confirmation;
 pub mod decision;
 pub mod proposal;
 pub mod route_decision;

@@ -5,8 +5,8 @@ use ghost_shared::bus::HandlerError;
 use ghost_shared::contracts;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    memory_stream, ClassifierReplied, ClassifyRequested, Misclassification, RenderRequested,
-    RouteDecided, SummarizeRequested, WorkRequested,
+    memory_stream, ClassifierReplied, ClassifyRequested, ConfirmationPending, Misclassification,
+    RenderRequested, RouteDecided, SummarizeRequested, WorkRequested,
 };
 use ghost_shared::store::ExpectedVersion;
 use tracing::info;
@@ -31,7 +31,23 @@ impl Router {
     /// `UserMessageReceived`: decide at once, or ask the classifier / Kuro once.
     pub(crate) async fn on_user_message(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
         let turn = self.turn_of(event).await?;
+        if turn.checking {
+            return Ok(()); // redelivered: the check's outcome carries it on
+        }
         self.request_summary_if_due(event, &turn).await?;
+        if let Some((pending_id, pending)) = &turn.pending {
+            if self
+                .check_pending(event, &turn, *pending_id, pending)
+                .await?
+            {
+                return Ok(());
+            }
+        }
+        self.route_message(event, &turn).await
+    }
+
+    /// The first stage of `turn`'s message as its channel enters it.
+    pub(crate) fn first_stage_of<'t>(&self, turn: &'t Turn) -> (EntryMode, FirstStage<'t>) {
         let mode = self.entry_mode(turn.channel());
         let stage = first_stage_in(
             mode,
@@ -39,13 +55,24 @@ impl Router {
             &turn.session,
             &self.config.dictionary,
         );
+        (mode, stage)
+    }
+
+    /// The first stage of a message and what follows it (no paused work to resume).
+    pub(crate) async fn route_message(
+        &self,
+        event: &RecordedEvent,
+        turn: &Turn,
+    ) -> Result<(), HandlerError> {
+        let (mode, stage) = self.first_stage_of(turn);
         match &stage.outcome {
             FirstOutcome::FlagOnly(_) => {
                 let decision = RouteDecision::new(Route::Chat, RouteSource::Explicit, Vec::new());
-                self.finalize(event, &turn, &stage, decision, mode).await
+                self.finalize(event, turn, &stage, decision, mode, None)
+                    .await
             }
             FirstOutcome::ClassifierNeeded => {
-                self.request_decision(event, &turn, &stage, DecisionOrigin::Classifier)
+                self.request_decision(event, turn, &stage, DecisionOrigin::Classifier)
                     .await
             }
             FirstOutcome::Decided(d) if d.source == RouteSource::LineForcedChat => {
@@ -53,12 +80,13 @@ impl Router {
                     channel = turn.channel(),
                     "line_forced_chat: Kuro decides on delegation"
                 );
-                self.request_decision(event, &turn, &stage, DecisionOrigin::Kuro)
+                self.request_decision(event, turn, &stage, DecisionOrigin::Kuro)
                     .await
             }
             FirstOutcome::Decided(d) => {
                 let decision = d.clone();
-                self.finalize(event, &turn, &stage, decision, mode).await
+                self.finalize(event, turn, &stage, decision, mode, None)
+                    .await
             }
         }
     }
@@ -135,19 +163,23 @@ impl Router {
             (false, Some(raw)) => stage.with_classifier_reply(raw, dict, gates),
             (false, None) => stage.with_classifier_failure(&failure),
         };
-        self.finalize(event, &turn, &stage, decision, mode).await
+        self.finalize(event, &turn, &stage, decision, mode, None)
+            .await
     }
 
     /// Records the decision (`RouteDecided`, with the declaration when the primary route
     /// changed) and requests what follows: the persona's reply for CHAT, else the first
     /// worker run.
-    async fn finalize(
+    ///
+    /// `resumed` is the paused work this message answered: its task goes on with the answer.
+    pub(crate) async fn finalize(
         &self,
         cause: &RecordedEvent,
         turn: &Turn,
         stage: &FirstStage<'_>,
         decision: RouteDecision,
         mode: EntryMode,
+        resumed: Option<&ConfirmationPending>,
     ) -> Result<(), HandlerError> {
         let flag_only = match stage.outcome {
             FirstOutcome::FlagOnly(flag) => Some(flag),
@@ -224,10 +256,16 @@ impl Router {
                 session_id: session_id.clone(),
                 user_event_id: turn.id(),
                 route: decision.route,
-                task: super::task::initial_task(decision.route, stage.text, &context, &earlier),
+                task: match resumed {
+                    Some(paused) => super::task::resumed_task(paused, &turn.message.text),
+                    None => {
+                        super::task::initial_task(decision.route, stage.text, &context, &earlier)
+                    }
+                },
                 loop_index: 1,
                 local_only: stage.local_only,
                 reroute: false,
+                deadline: Some(self.deadline_of(turn)),
             };
             NewEvent::caused_by(cause, STEP_NEXT, &work, service)
         }

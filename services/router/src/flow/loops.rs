@@ -8,13 +8,13 @@ use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
     LoopDecided, PersonaProposed, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted,
-    WorkerFailed,
+    WorkerFailed, TIME_LIMIT,
 };
 use serde_json::Value;
 use tracing::{info, warn};
 
 use super::task::{failure_result, next_loop_task, reroute_task, work_result};
-use super::{Router, STEP_LOOP, STEP_NEXT};
+use super::{Router, STEP_LOOP, STEP_NEXT, STEP_PENDING};
 use crate::routing::{
     cited_sources, decide_next, declaration, parse_worker_output, LoopDecision, LoopState, Route,
     WorkerOutcome, WorkerResult,
@@ -79,6 +79,8 @@ pub(crate) struct LoopContext {
     pub proposed: bool,
     /// Whether work of this message went to the cloud up to this run (masked).
     pub went_to_cloud: bool,
+    /// The last finished run's result that kept the contract (the work so far).
+    pub last_result: Option<WorkerResult>,
 }
 
 impl Router {
@@ -115,6 +117,11 @@ impl Router {
         let went_to_cloud = works
             .iter()
             .any(|(_, w)| w.route.uses_cloud() && !w.local_only && w.loop_index <= this.loop_index);
+        let last_result = events
+            .iter()
+            .rev()
+            .filter_map(|e| e.decode::<WorkerCompleted>().ok())
+            .find_map(|done| parse_worker_output(&done.result).ok());
         Ok(LoopContext {
             turn,
             decided,
@@ -123,6 +130,7 @@ impl Router {
             rerouted,
             proposed,
             went_to_cloud,
+            last_result,
         })
     }
 
@@ -164,7 +172,7 @@ impl Router {
         why: Option<&str>,
         may_propose: bool,
         sources: &[String],
-    ) -> Result<NewEvent, HandlerError> {
+    ) -> Result<Vec<NewEvent>, HandlerError> {
         let turn = &cx.turn;
         let work = |route: Route, task: String, reroute: bool| WorkRequested {
             session_id: turn.message.session_id.clone(),
@@ -174,6 +182,7 @@ impl Router {
             loop_index: cx.this.loop_index + 1,
             local_only: cx.decided.local_only,
             reroute,
+            deadline: Some(self.deadline_of(turn)),
         };
         let summary = self.memory_summary(turn).await?;
         // Work that went to the cloud had the message's secrets masked: the persona says so.
@@ -231,12 +240,21 @@ impl Router {
                     service,
                 )
             }
-            (LoopDecision::AskUser { .. }, r) => NewEvent::caused_by(
-                event,
-                STEP_NEXT,
-                &render(work_result("ask_user", route, loops, r), false),
-                service,
-            ),
+            (LoopDecision::AskUser { questions }, r) => {
+                // The work waits for the user's next message (seed 002: their answer
+                // resumes it).
+                let pending = super::confirm::pending_of(cx, route, r, questions);
+                let pending = NewEvent::caused_by(event, STEP_PENDING, &pending, service)
+                    .map_err(HandlerError::permanent)?;
+                let render = NewEvent::caused_by(
+                    event,
+                    STEP_NEXT,
+                    &render(work_result("ask_user", route, loops, r), false),
+                    service,
+                )
+                .map_err(HandlerError::permanent)?;
+                return Ok(vec![pending, render]);
+            }
             (LoopDecision::LimitReached, r) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
@@ -264,6 +282,7 @@ impl Router {
                 )
             }
         }
+        .map(|e| vec![e])
         .map_err(HandlerError::permanent)
     }
 
@@ -295,7 +314,16 @@ impl Router {
                 WorkerOutcome::Failed
             }
         };
-        let decision = decide_next(&state, &self.config.loop_policy, outcome);
+        // A run cut at the message's time limit: the persona reports the work so far and
+        // the input needed (seed 002), not a failure.
+        let timed_out = event
+            .decode::<WorkerFailed>()
+            .is_ok_and(|f| f.code == TIME_LIMIT);
+        let decision = if timed_out {
+            LoopDecision::LimitReached
+        } else {
+            decide_next(&state, &self.config.loop_policy, outcome)
+        };
         info!(%route, loop_index = cx.this.loop_index, decision = decision_name(&decision), "loop decided");
         let ok = run.result.as_ref().ok();
         let logged = loop_decided(
@@ -309,13 +337,17 @@ impl Router {
         let may_propose = self.config.loop_policy.persona_proposals
             && !cx.proposed
             && decision == LoopDecision::Render;
+        let result = match (&cx.last_result, timed_out) {
+            (Some(so_far), true) => Ok(so_far),
+            _ => run.result.as_ref().map_err(String::as_str),
+        };
         let next = self
             .next_step(
                 event,
                 &cx,
                 route,
                 &decision,
-                run.result.as_ref().map_err(String::as_str),
+                result,
                 None,
                 may_propose,
                 &run.sources,
@@ -323,8 +355,8 @@ impl Router {
             .await?;
         let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        self.append(&cx.turn.message.session_id, &[logged, next])
-            .await
+        let events: Vec<NewEvent> = std::iter::once(logged).chain(next).collect();
+        self.append(&cx.turn.message.session_id, &events).await
     }
 }
 

@@ -3,6 +3,7 @@
 //! Every step appends a fixed set of events whose ids derive from the event handled, so a
 //! redelivery appends nothing and never asks the classifier or a worker twice.
 
+pub mod confirm;
 pub mod intake;
 pub mod loops;
 pub mod proposal;
@@ -12,8 +13,8 @@ pub mod turn;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    ClassifierReplied, PersonaProposed, RenderFailed, UserMessageReceived, WorkerCompleted,
-    WorkerFailed,
+    ClassifierReplied, ConfirmationChecked, PersonaProposed, RenderFailed, UserMessageReceived,
+    WorkerCompleted, WorkerFailed,
 };
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
@@ -28,6 +29,9 @@ pub(crate) const STEP_NEXT: &str = "next";
 pub(crate) const STEP_CLASSIFY: &str = "classify";
 pub(crate) const STEP_LOOP: &str = "loop";
 pub(crate) const STEP_SUMMARIZE: &str = "summarize";
+pub(crate) const STEP_CONFIRM: &str = "confirm";
+pub(crate) const STEP_RESOLVE: &str = "resolve";
+pub(crate) const STEP_PENDING: &str = "pending";
 
 /// How many times the dead-letter path tries to store the turn's failure.
 const DEAD_LETTER_APPEND_ATTEMPTS: u32 = 8;
@@ -77,6 +81,7 @@ impl EventHandler for Router {
                 self.on_worker_outcome(&event).await
             }
             PersonaProposed::EVENT_TYPE => self.on_persona_proposal(&event).await,
+            ConfirmationChecked::EVENT_TYPE => self.on_confirmation_checked(&event).await,
             other => Err(HandlerError::permanent(format!(
                 "router does not handle {other}"
             ))),

@@ -86,7 +86,7 @@ impl Router {
             .await?;
         let logged = NewEvent::caused_by(event, STEP_LOOP, &logged, self.ctx.service)
             .map_err(HandlerError::permanent)?;
-        self.append(&cx.turn.message.session_id, &[logged, next])
-            .await
+        let events: Vec<NewEvent> = std::iter::once(logged).chain(next).collect();
+        self.append(&cx.turn.message.session_id, &events).await
     }
 }

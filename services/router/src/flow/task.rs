@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::routing::{Route, WorkerResult};
+use ghost_shared::events::ConfirmationPending;
 use ghost_shared::llm::Fence;
 use ghost_shared::masking::mask_secrets;
 
@@ -71,6 +72,23 @@ pub fn reroute_task(route: Route, first: &str, from: Route, why: &str) -> String
     }
     task.push('\n');
     for_route(route, task)
+}
+
+/// The task of paused work resumed by the user's answer: its last task, the work so far,
+/// what was asked and the answer (data blocks, masked as a whole for the cloud).
+pub fn resumed_task(paused: &ConfirmationPending, answer: &str) -> String {
+    let fence = Fence::new();
+    let mut task = paused.task.trim_end().to_owned();
+    task.push_str("\n\n[the work so far, paused to ask the user]\n");
+    task.push_str(&fence.block("WORK_SO_FAR", paused.result.trim()));
+    if !paused.questions.is_empty() {
+        task.push_str("\n[what the user was asked]\n");
+        task.push_str(&fence.block("QUESTIONS", &paused.questions.join("\n")));
+    }
+    task.push_str("\n[the user's answer: go on from the work so far with it]\n");
+    task.push_str(&fence.block("ANSWER", answer.trim()));
+    task.push('\n');
+    for_route(paused.route, task)
 }
 
 /// What the persona conveys: the status, the route, the result and what is needed next.

@@ -4,7 +4,10 @@
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{EventPayload, RecordedEvent};
-use ghost_shared::events::{AssistantReplied, RouteDecided, UserMessageReceived, WorkRequested};
+use ghost_shared::events::{
+    AssistantReplied, ConfirmationCheckRequested, ConfirmationPending, ConfirmationResolved,
+    RouteDecided, UserMessageReceived, WorkRequested,
+};
 use ghost_shared::routing::Route;
 use ghost_shared::short_memory::{user_messages_since_summary, window_start};
 use uuid::Uuid;
@@ -29,6 +32,12 @@ pub(crate) struct Turn {
     pub summary_turns: u32,
     /// User messages in the stream up to and including this one.
     pub user_turns: u32,
+    /// Work of the session paused to ask the user, not yet claimed by a later message: its
+    /// event id and payload.
+    pub pending: Option<(Uuid, ConfirmationPending)>,
+    /// Whether this message already asked whether it answers paused work (the check's
+    /// outcome carries the message on from there).
+    pub checking: bool,
 }
 
 /// The columns of [`state_before_sql`], in order (see [`SessionState`]).
@@ -39,6 +48,8 @@ type StateRow = (
     i32,
     i64,
     Option<String>,
+    Option<serde_json::Value>,
+    bool,
 );
 
 /// What [`Router::state_before`] reads of a session, as stored.
@@ -56,6 +67,10 @@ struct SessionState {
     /// The route of the previous message's automatic reroute, when that reroute is newer
     /// than the latest primary decision: the route that answered it.
     rerouted_to: Option<String>,
+    /// `{"event_id", "payload"}` of the session's open `ConfirmationPending`.
+    pending: Option<serde_json::Value>,
+    /// Whether this message already asked whether it answers one.
+    checking: bool,
 }
 
 /// The `local_only` flag the newest `/local` or `/cloud` among `texts` (newest first) set;
@@ -98,6 +113,10 @@ impl Turn {
 /// in the rest of the session, and the count is counted whole.
 const DECISION_WINDOW: i32 = 64;
 
+/// How many versions back a paused task's question still waits for its answer: the next
+/// few messages of the conversation, not one a day later after a long exchange.
+const PENDING_WINDOW: i32 = 256;
+
 /// The statement of `Router::state_before` (`$1` the stream, `$2` the message's version,
 /// `$3` the session id): public so a test can check its plan.
 pub fn state_before_sql() -> String {
@@ -132,9 +151,23 @@ pub fn state_before_sql() -> String {
             WHERE stream = $1 AND version < $2 AND version >= $2 - {window} \
             AND ((event_type = '{decided}' AND COALESCE((payload->>'primary')::boolean, true)) \
               OR (event_type = '{work}' AND COALESCE((payload->>'reroute')::boolean, false))) \
-            ORDER BY version DESC LIMIT 1)",
+            ORDER BY version DESC LIMIT 1), \
+           (SELECT jsonb_build_object('event_id', p.event_id, 'payload', p.payload) \
+            FROM events p WHERE p.stream = $1 AND p.event_type = '{pending}' \
+            AND p.version < $2 AND p.version >= $2 - {pending_window} \
+            AND NOT EXISTS (SELECT 1 FROM events c WHERE c.stream = $1 \
+              AND c.event_type IN ('{checking}', '{resolved}') AND c.version > p.version \
+              AND c.payload->>'pending_event_id' = p.event_id::text) \
+            ORDER BY p.version DESC LIMIT 1), \
+           EXISTS (SELECT 1 FROM events c WHERE c.stream = $1 AND c.event_type = '{checking}' \
+            AND c.version > $2 AND c.payload->>'user_event_id' = \
+              (SELECT m.event_id::text FROM events m WHERE m.stream = $1 AND m.version = $2))",
         decided = RouteDecided::EVENT_TYPE,
         work = WorkRequested::EVENT_TYPE,
+        pending = ConfirmationPending::EVENT_TYPE,
+        checking = ConfirmationCheckRequested::EVENT_TYPE,
+        resolved = ConfirmationResolved::EVENT_TYPE,
+        pending_window = PENDING_WINDOW,
         window = DECISION_WINDOW,
     )
 }
@@ -163,7 +196,19 @@ impl Router {
             local_only,
             last_primary_route: rerouted_to.or(previous.as_ref().map(|d| d.route)),
         };
+        let pending = match state.pending {
+            Some(p) => {
+                let id = serde_json::from_value::<Uuid>(p["event_id"].clone())
+                    .map_err(HandlerError::permanent)?;
+                let payload = serde_json::from_value::<ConfirmationPending>(p["payload"].clone())
+                    .map_err(HandlerError::permanent)?;
+                Some((id, payload))
+            }
+            None => None,
+        };
         Ok(Turn {
+            pending,
+            checking: state.checking,
             event: event.clone(),
             message,
             session,
@@ -240,6 +285,8 @@ impl Router {
             summary_turns: row.3,
             user_turns: row.4,
             rerouted_to: row.5,
+            pending: row.6,
+            checking: row.7,
         })
     }
 
@@ -264,6 +311,13 @@ impl Router {
     /// turn).
     pub(crate) async fn memory_summary(&self, turn: &Turn) -> Result<Option<String>, HandlerError> {
         Ok(turn.summary.clone())
+    }
+
+    /// When the message's time runs out (`loop.max_seconds` from its arrival, as stored):
+    /// every run of it is cut there.
+    pub(crate) fn deadline_of(&self, turn: &Turn) -> chrono::DateTime<chrono::Utc> {
+        let max = self.config.loop_policy.max_elapsed();
+        turn.event.recorded_at + chrono::Duration::from_std(max).unwrap_or(chrono::Duration::MAX)
     }
 
     /// Most history lines a prompt gets, however far behind the summary is: the lines of

@@ -138,6 +138,27 @@ impl LoopPolicy {
         Duration::from_secs(self.max_seconds)
     }
 
+    /// Whether a message's whole work fits before the turn watchdog closes it: every loop
+    /// taking its run's full timeout (`run_secs`, the worker's or the coder's, whichever is
+    /// longer) and the reply its own (`render_secs`) must end before `turn_secs`, or the
+    /// watchdog's canned notice would replace the persona's report. The error names the
+    /// settings and the fix.
+    pub fn fits_turn(&self, run_secs: u64, render_secs: u64, turn_secs: u64) -> Result<(), String> {
+        let needed = u64::from(self.max_loops) * run_secs + render_secs;
+        if needed <= turn_secs {
+            return Ok(());
+        }
+        Err(format!(
+            "loop.max_loops ({}) x the worker's or coder's llm timeout_secs ({run_secs}) + \
+             llm.persona.timeout_secs ({render_secs}) = {needed} s does not fit under \
+             routing.turn_timeout_secs ({turn_secs} s): the watchdog would close turns whose \
+             work is still within its limits. Lower loop.max_loops or the timeouts, or raise \
+             routing.turn_timeout_secs to at least {needed} (and gateway.turn_timeout_secs \
+             above it)",
+            self.max_loops
+        ))
+    }
+
     /// Checks the limits are usable (at least one loop, a positive time, a unit threshold).
     pub fn validate(&self) -> Result<(), DictionaryError> {
         if self.max_loops == 0 {
@@ -253,6 +274,22 @@ mod tests {
         let yaml = format!("gates:\n  accept_threshold: 0.7\n  code_threshold: 0.6\n{MINIMAL}");
         let err = RoutingConfig::from_yaml(&yaml).unwrap_err();
         assert!(err.to_string().contains("gates.code_threshold"), "{err}");
+    }
+
+    #[test]
+    fn the_loops_and_the_reply_must_fit_under_the_turn_timeout() {
+        let policy = LoopPolicy::default(); // 3 loops
+        assert!(policy.fits_turn(60, 60, 250).is_ok());
+        assert!(policy.fits_turn(60, 70, 250).is_ok());
+        let err = policy.fits_turn(60, 71, 250).unwrap_err();
+        for named in [
+            "loop.max_loops",
+            "llm.persona.timeout_secs",
+            "routing.turn_timeout_secs",
+            "at least 251",
+        ] {
+            assert!(err.contains(named), "{err}");
+        }
     }
 
     #[test]
