@@ -12,7 +12,7 @@ use ghost_shared::events::{
     NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
-use ghost_testkit::testing::TestEnv;
+use ghost_testkit::testing::{TestEnv, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::stage::{connect, frames_until, is_active, send, speakers, stage_events, Ws};
 use support::TestApp;
@@ -34,7 +34,23 @@ async fn spawn(extra: &[(&str, &str)]) -> TestApp {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // persist_memory's summary, on the worker's model.
+    llm.set_default_for_model(WORKER_MODEL, Script::reply(STAGE_SUMMARY));
     spawn_with(llm, &refs, |_| {}).await
+}
+
+/// What the worker's model answers when a run is summarized.
+const STAGE_SUMMARY: &str = "The characters talked about the evening; nothing was left open.";
+
+/// The transcript the last summary request gave the worker's model.
+fn summarized_transcript(app: &TestApp) -> String {
+    app.llm
+        .requests()
+        .into_iter()
+        .rfind(|r| r.body["model"] == WORKER_MODEL)
+        .and_then(|r| r.last_user_text())
+        .and_then(|t| ghost_shared::llm::Fence::data_of(&t, "TRANSCRIPT").map(str::to_owned))
+        .expect("a summary request")
 }
 
 async fn spawn_with(
@@ -139,7 +155,11 @@ async fn nominations_order_the_stage_and_the_cap_holds() {
     assert_eq!((ended.turns, ended.reason.as_str()), (6, "cap"));
     let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert_eq!(memory.speakers, order);
-    assert!(memory.summary.contains("今日は星がきれいだね。"));
+    assert_eq!(
+        memory.summary, STAGE_SUMMARY,
+        "the model's summary is saved"
+    );
+    assert!(summarized_transcript(&app).contains("今日は星がきれいだね。"));
     assert_eq!(app.character_calls(), 6, "the cap holds: no seventh call");
 
     // The shared rules name the others by internal id.
@@ -436,8 +456,14 @@ async fn think_blocks_of_any_case_or_width_never_reach_watchers() {
         "an unclosed block hides its tag"
     );
     // Later prompts and the saved memory never hold the thoughts either.
+    // (The rules a system message gives may name secrets; what the stage said may not.)
     for r in app.llm.requests() {
-        assert!(!r.body.to_string().contains("secret"), "{}", r.body);
+        let said: Vec<&serde_json::Value> = r
+            .messages()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .collect();
+        assert!(!format!("{said:?}").contains("secret"), "{}", r.body);
     }
     let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert!(!memory.summary.contains("secret"));
@@ -451,6 +477,10 @@ async fn a_second_run_is_given_what_the_first_run_saved_to_memory() {
         &model("LUMINA"),
         Script::reply("灯台の色は赤だと決めたよ。[Next: NOX]"),
     );
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply("LUMINA decided the lighthouse is red."),
+    );
     let mut ws = connect(&app, "memory").await;
     send(
         &mut ws,
@@ -460,7 +490,8 @@ async fn a_second_run_is_given_what_the_first_run_saved_to_memory() {
     frames_until(&mut ws, is_active).await;
     let events = stage_events(&app, "memory").await;
     let first: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
-    assert!(first.summary.contains("灯台の色は赤だと決めたよ。"));
+    assert_eq!(first.summary, "LUMINA decided the lighthouse is red.");
+    assert!(summarized_transcript(&app).contains("灯台の色は赤だと決めたよ。"));
     let first_prompt = app.llm.requests().last().unwrap().last_user_text().unwrap();
     assert!(
         !first_prompt.contains("remembers from earlier"),
@@ -588,5 +619,34 @@ async fn every_node_of_a_run_logs_its_name_and_the_run_s_correlation_id() {
         .as_str()
         .unwrap()
         .contains("了解、覚えておくね。"));
+    app.cleanup().await;
+}
+
+/// Without a summary from the model, persist_memory keeps the run's transcript with every
+/// line whole (a line past 80 characters included), never an invented summary.
+#[tokio::test]
+async fn without_a_model_summary_the_transcript_is_kept_whole() {
+    let app = spawn(&[("GHOST_STAGE__AUTO_LOOPS", "1")]).await;
+    app.llm.set_default_for_model(
+        WORKER_MODEL,
+        Script::failing(Failure::Status(500, "down".into())),
+    );
+    let long = "灯台の色は赤だと決めたよ。理由は三つあって、夜の海で一番遠くまで見えること、港の古い写真も赤だったこと、そしてNOXが赤を好きだからだよ。ほかの色も考えたけれど、白は霧に溶けるし、青は夜の空と見分けにくいから、やっぱり赤がいちばんだと思う。";
+    assert!(long.chars().count() > 80);
+    app.llm.push_for_model(
+        &model("LUMINA"),
+        Script::reply(&format!("{long}[Next: NOX]")),
+    );
+    let mut ws = connect(&app, "whole").await;
+    send(
+        &mut ws,
+        json!({"type": "user", "text": "[Next: LUMINA] 灯台は何色？"}),
+    )
+    .await;
+    frames_until(&mut ws, is_active).await;
+    let events = stage_events(&app, "whole").await;
+    let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
+    assert!(memory.summary.contains(long), "{}", memory.summary);
+    assert!(memory.summary.contains("User: [Next: LUMINA] 灯台は何色？"));
     app.cleanup().await;
 }

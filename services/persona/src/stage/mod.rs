@@ -106,7 +106,7 @@ pub fn start(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<(), Ser
     handle.spawn(run_consumer(
         ctx.bus().clone(),
         ConsumerSpec::new(service, StageEnded::EVENT_TYPE),
-        Arc::new(memory::MemoryHandler::new(ctx.clone(), log)),
+        Arc::new(memory::MemoryHandler::new(ctx.clone(), log)?),
     ));
     Ok(())
 }
