@@ -16,13 +16,14 @@ use ghost_shared::autonomy::events::{
 use ghost_shared::config::CliAgentSettings;
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::projections::AssistantTextProjection;
-use ghost_testkit::fake_llm::{Failure, Script};
+use ghost_testkit::fake_llm::{Failure, RecordedRequest, Script};
 use ghost_testkit::fake_search::FakeSearch;
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use support::autonomy::{decision, tea_hits};
 use support::events_socket::Console;
 use support::logs::capture;
-use support::TestApp;
+use support::plans::{plan_input, planned, spawn_with_planner, task, write_plan};
+use support::{TestApp, NEUTRAL_AFFECT};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -348,38 +349,104 @@ async fn the_events_socket_needs_the_token() {
     app.cleanup().await;
 }
 
-/// The deliberation request's input, after one tick answered with a skip.
-async fn deliberation_input(likes_tea: bool) -> Value {
-    let search = FakeSearch::start().await.unwrap();
-    let app = spawn(&search, None).await;
-    let console = Console::connect(&app).await;
-    support::memory::plant(&app, likes_tea).await;
-    app.llm.push_for_model(
-        WORKER_MODEL,
-        Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
-    );
+/// The write plans of `deliberation_input`: the turn "tasks" files two tasks (tea, salience
+/// 0.6; master_health, 0.4) and a confirmed preference (a tea lover likes tea and attends
+/// to it; a carer dislikes coffee); the turn "goal" attends to the health task as a goal,
+/// naming it by the handle its input gives it.
+fn plan_for(input: &Value, likes_tea: bool) -> Value {
+    let current = &input["current_event_id"];
+    if input["turn"]["user_text"] == "goal" {
+        let health = input["memory"]["states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["payload"]["topic"] == "master_health")
+            .expect("the health task in the plan's input");
+        let mut plan = write_plan(json!([]), json!([]), "-", "support");
+        plan["interest_update"]["attention_targets"] = json!([{"type": "goal",
+            "value": format!("goal_id:{}", health["state_id"].as_str().unwrap()), "weight": 0.8}]);
+        return plan;
+    }
+    let tasks = json!([
+        task("find a new tea", "tea", 0.6, current),
+        task("ask how master slept", "master_health", 0.4, current)
+    ]);
+    let (subject, polarity) = if likes_tea {
+        ("tea", "like")
+    } else {
+        ("coffee", "dislike")
+    };
+    let preference = json!([{"op": "confirm", "domain": "topic", "polarity": polarity,
+        "subject": subject, "confidence": 0.9, "evidence_event_ids": [current], "reason": "said so"}]);
+    let mut plan = write_plan(tasks, preference, "tea", "explore");
+    if !likes_tea {
+        plan["interest_update"]["attention_targets"] = json!([]);
+    }
+    plan
+}
+
+/// The schema a model request was constrained by (either wire format).
+fn schema_of(request: &RecordedRequest) -> Option<&Value> {
+    request
+        .body
+        .get("format")
+        .or_else(|| request.body.pointer("/response_format/json_schema/schema"))
+}
+
+/// The deliberation request's input after the write plans of [`plan_for`] (through the
+/// write-plan service) and one tick answered with a skip; and the first plan request.
+async fn deliberation_input(likes_tea: bool) -> (Value, RecordedRequest) {
+    let app = spawn_with_planner(&[("GHOST_AUTONOMY__INTERVAL_SECS", "0")]).await;
+    app.llm.set_responder(move |r| {
+        if let Some(input) = plan_input(r) {
+            return Script::reply(&plan_for(&input, likes_tea).to_string());
+        }
+        let deliberation = r
+            .last_user_text()
+            .is_some_and(|t| t.contains("deliberation_input"));
+        match r.model.as_deref() {
+            Some(WORKER_MODEL) if deliberation => {
+                Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#)
+            }
+            Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
+            _ => Script::reply("ok"),
+        }
+    });
+    planned(&app, "plans", "tasks", 1).await;
+    if !likes_tea {
+        planned(&app, "plans", "goal", 2).await;
+    }
     app.tick().await;
-    console.wait_for_activity("decided", 1).await;
-    let request = app
-        .llm
-        .requests()
-        .into_iter()
+    eventually(WAIT, "the decision", || async {
+        (count(&app, ActionDecided::EVENT_TYPE).await == 1).then_some(())
+    })
+    .await;
+    let requests = app.llm.requests();
+    let request = requests
+        .iter()
         .filter(|r| r.model.as_deref() == Some(WORKER_MODEL))
         .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
         .find(|v| v.get("deliberation_input").is_some())
         .expect("the deliberation request");
+    let plan = requests
+        .into_iter()
+        .find(|r| plan_input(r).is_some())
+        .expect("a plan request");
     assert_eq!(
         count(&app, ActionStarted::EVENT_TYPE).await,
         0,
         "a skip runs nothing"
     );
     app.cleanup().await;
-    request
+    (request, plan)
 }
 
+/// The keys the deliberation orders by are the write plan's (issue 34 item 14): the plan is
+/// asked for a task's topic and salience and for goals that refer to held tasks, and what it
+/// writes orders the deliberation's material.
 #[tokio::test]
 async fn deliberation_order_follows_the_persona_state() {
-    let ids = |input: &Value| -> Vec<String> {
+    let titles = |input: &Value| -> Vec<String> {
         input["deliberation_input"]["open_items"]
             .as_array()
             .unwrap()
@@ -388,23 +455,39 @@ async fn deliberation_order_follows_the_persona_state() {
             .collect()
     };
     // Likes tea and attends to it: the tea task first.
-    let tea_lover = deliberation_input(true).await;
+    let (tea_lover, plan) = deliberation_input(true).await;
+    let state = schema_of(&plan).expect("a constrained plan")["properties"]["state_updates"]
+        ["items"]["properties"]
+        .clone();
+    assert_eq!(state["payload"]["properties"]["topic"]["type"], "string");
+    assert!(state["salience"].is_object(), "{state}");
     assert_eq!(
-        ids(&tea_lover),
+        titles(&tea_lover),
         vec!["find a new tea", "ask how master slept"]
     );
     assert_eq!(
         tea_lover["deliberation_input"]["persona_deliberation_focus"]["topic_bias"][0],
         "tea"
     );
-    // Dislikes tea and attends to the user's health: the other order.
-    let carer = deliberation_input(false).await;
-    assert_eq!(ids(&carer), vec!["ask how master slept", "find a new tea"]);
+    // Attends to the user's health as a goal: that task first, though the tea task matters
+    // more on its own.
+    let (carer, _) = deliberation_input(false).await;
+    let input = &carer["deliberation_input"];
     assert_eq!(
-        carer["deliberation_input"]["persona_deliberation_focus"]["avoid_bias"],
-        json!(["tea"])
+        titles(&carer),
+        vec!["ask how master slept", "find a new tea"]
     );
-    assert_eq!(carer["deliberation_input"]["interaction_mode"], "support");
+    let health = &input["open_items"][0];
+    assert_eq!(health["topic"], "master_health");
+    assert_eq!(
+        input["attention_targets"][0]["value"],
+        format!("goal_id:{}", health["id"].as_str().unwrap())
+    );
+    assert_eq!(
+        input["persona_deliberation_focus"]["avoid_bias"],
+        json!(["coffee"])
+    );
+    assert_eq!(input["interaction_mode"], "support");
     // The persona fields go in as they are configured.
     assert!(carer["persona"]["second_person_label"].as_str().is_some());
 }

@@ -14,7 +14,7 @@ use ghost_testkit::fake_llm::{Failure, RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::autonomy::persona_events;
-use support::plans::{second_planner, write_plan};
+use support::plans::{second_planner, task, write_plan};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 /// The plan the fake worker writes for a user message (by its words), or `None` when the
@@ -30,6 +30,18 @@ fn plan_for(request: &RecordedRequest) -> Option<Value> {
         json!({"op": op, "domain": domain, "polarity": polarity, "subject": "ピーマン",
                "confidence": 0.8, "evidence_event_ids": [current], "reason": "the user said so"})
     };
+    if text.contains("file it") {
+        // A task filed under an empty topic, and a goal naming no task held.
+        let mut plan = write_plan(
+            json!([task("buy tea", "  ", 0.5, &current)]),
+            json!([]),
+            "-",
+            "support",
+        );
+        plan["interest_update"]["attention_targets"] = json!([{"type": "goal",
+            "value": format!("goal_id:{}", uuid::Uuid::new_v4()), "weight": 0.8}]);
+        return Some(plan);
+    }
     let updates = if text.contains("like green peppers") {
         vec![pref("upsert_candidate", "food", "like")]
     } else if text.contains("really do like") {
@@ -224,11 +236,10 @@ fn plan_requests(app: &TestApp) -> usize {
         .count()
 }
 
-#[tokio::test]
-async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
-    let app = spawn_with_planner().await;
+/// Says `text` in `session` and waits for its plan's rejection.
+async fn rejected(app: &TestApp, session: &str, text: &str) -> WritePlanRejected {
     app.reply(Script::reply("へえ。"));
-    app.chat("memory-s2", "I love sports").await;
+    app.chat(session, text).await;
     let rejected = eventually(Duration::from_secs(30), "the rejection", || async {
         app.store
             .read_stream(&persona_stream("kuro"), 0)
@@ -238,7 +249,13 @@ async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
             .find(|e| e.event_type == WritePlanRejected::EVENT_TYPE)
     })
     .await;
-    let r: WritePlanRejected = rejected.decode().unwrap();
+    rejected.decode().unwrap()
+}
+
+#[tokio::test]
+async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
+    let app = spawn_with_planner().await;
+    let r = rejected(&app, "memory-s2", "I love sports").await;
     assert!(
         r.errors
             .iter()
@@ -259,6 +276,25 @@ async fn a_rule_breaking_plan_is_rejected_whole_with_its_reason() {
         memory.interest.is_none(),
         "not even the valid interest update"
     );
+    app.cleanup().await;
+}
+
+/// The keys the deliberation and recall order by have one format (issue 34 item 14): a
+/// state's `payload` is `{topic}` and a goal target refers to a held task; a plan breaking
+/// either is rejected whole, each reason named.
+#[tokio::test]
+async fn a_malformed_ordering_key_rejects_the_plan_whole() {
+    let app = spawn_with_planner().await;
+    let r = rejected(&app, "memory-keys", "Please file it as a task").await;
+    let named = |at: &str| r.errors.iter().any(|e| e.starts_with(at));
+    assert!(named("state_updates[0].payload.topic"), "{:?}", r.errors);
+    assert!(
+        named("interest_update.attention_targets[0].value"),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(persona_events(&app, "StateUpserted").await, 0);
+    assert_eq!(persona_events(&app, EventAnnotated::EVENT_TYPE).await, 0);
     app.cleanup().await;
 }
 

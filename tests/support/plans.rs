@@ -1,11 +1,16 @@
-//! WritePlan answers for the fake worker model.
+//! WritePlan answers for the fake worker model, and turns whose plans are applied.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use ghost::stack::ServiceName;
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
+use ghost_testkit::fake_llm::RecordedRequest;
+use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
+
+use super::TestApp;
 
 /// A valid plan with these state and preference updates, a joyful affect and one attention
 /// target `topic` in `mode`.
@@ -42,4 +47,57 @@ pub fn second_planner(
     );
     let planner = ghost_write_plan::planner::Planner::new(ctx, runner.clone()).unwrap();
     (planner, runner)
+}
+
+/// An upsert of a new task filed under `topic` with `salience`, resting on `current`.
+pub fn task(body: &str, topic: &str, salience: f64, current: &Value) -> Value {
+    json!({"kind": "task", "op": "upsert", "state_id": null, "body_text": body,
+           "payload": {"topic": topic}, "confidence": 0.9, "salience": salience,
+           "evidence_event_ids": [current], "reason": "said so"})
+}
+
+/// A plan that only annotates the utterance with `entities` (names) and `threads` (keys).
+pub fn annotation(entities: &[&str], threads: &[&str]) -> Value {
+    let entities: Vec<Value> = entities
+        .iter()
+        .map(|n| json!({"type": "TOPIC", "name": n, "confidence": 0.9}))
+        .collect();
+    let threads: Vec<Value> = threads
+        .iter()
+        .map(|k| json!({"thread_key": k, "confidence": 0.9}))
+        .collect();
+    json!({
+        "event_annotations": {"life_stage": "unknown", "about_time_confidence": 0.0,
+                              "entities": entities},
+        "context_updates": {"threads": threads, "links": []}
+    })
+}
+
+/// The input of `request` when it asks for a write plan.
+pub fn plan_input(request: &RecordedRequest) -> Option<Value> {
+    if !request.system_text()?.contains("long-term memory") {
+        return None;
+    }
+    serde_json::from_str(&request.last_user_text()?).ok()
+}
+
+/// Every service plus the write-plan service, with `extra` settings.
+pub async fn spawn_with_planner(extra: &[(&str, &str)]) -> TestApp {
+    let mut services = ServiceName::ALL.to_vec();
+    services.push(ServiceName::WritePlan);
+    TestApp::spawn_services(&services, extra).await
+}
+
+/// Says `text` in `session` and waits until `applied` plans in all are applied (a plan's
+/// annotation is its last event: once its row is projected, so is all it changed).
+pub async fn planned(app: &TestApp, session: &str, text: &str, applied: i64) {
+    app.chat(session, text).await;
+    eventually(Duration::from_secs(30), "the plan applied", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_event_annotations")
+            .fetch_one(app.store.pool())
+            .await
+            .unwrap();
+        (n >= applied).then_some(())
+    })
+    .await;
 }

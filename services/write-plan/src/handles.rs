@@ -3,11 +3,14 @@
 //! and writes them back: a stored id costs a small model some thirty tokens to copy, a
 //! handle two, and a plan that cites six ids would otherwise spend its budget on them.
 //! The handles are translated back before the plan is validated, so the rules see the
-//! stored ids; a handle the input did not offer stays as written and is refused there.
+//! stored ids; a handle the input did not offer stays as written and is refused there. A
+//! goal target refers to a task as `goal_id:<state>`: `goal_id:s1` to the model.
 
 use std::collections::HashMap;
 
 use ghost_shared::contracts::write_plan::PlanIds;
+use ghost_shared::memory::model::{goal_ref_text, GOAL_PREFIX};
+use ghost_shared::memory::vocab::TargetType;
 use ghost_shared::memory::WritePlan;
 use serde_json::Value;
 
@@ -55,12 +58,15 @@ impl Handles {
         }
     }
 
-    /// `input` with every string that is one of the ids replaced by its handle.
+    /// `input` with every string that is one of the ids replaced by its handle (a goal
+    /// reference `goal_id:<state>` too).
     pub fn hide(&self, input: &mut Value) {
         match input {
             Value::String(s) => {
                 if let Some(h) = self.to_handle.get(s.as_str()) {
                     *s = h.clone();
+                } else if let Some(h) = goal_ref_text(s).and_then(|id| self.to_handle.get(id)) {
+                    *s = format!("{GOAL_PREFIX}{h}");
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.hide(v)),
@@ -93,6 +99,15 @@ impl Handles {
         for l in &mut plan.context_updates.links {
             self.reveal(&mut l.to_event_id);
         }
+        let targets = plan
+            .interest_update
+            .iter_mut()
+            .flat_map(|u| u.attention_targets.iter_mut());
+        for t in targets.filter(|t| t.target_type == TargetType::Goal.as_str()) {
+            if let Some(stored) = goal_ref_text(&t.value).and_then(|h| self.to_id.get(h)) {
+                t.value = format!("{GOAL_PREFIX}{stored}");
+            }
+        }
         plan
     }
 }
@@ -118,8 +133,13 @@ mod tests {
         assert_eq!(named.events, ["e1", "e2"]);
         assert_eq!(named.states, ["s1"]);
         let mut input = json!({"current_event_id": "cur-uuid",
-            "memory": {"states": [{"state_id": "state-uuid", "body_text": "cur-uuid is text too"}]}});
+            "memory": {"states": [{"state_id": "state-uuid", "body_text": "cur-uuid is text too"}],
+                       "interest": {"attention_targets": [{"type": "goal", "value": "goal_id:state-uuid"}]}}});
         h.hide(&mut input);
+        assert_eq!(
+            input["memory"]["interest"]["attention_targets"][0]["value"],
+            "goal_id:s1"
+        );
         assert_eq!(input["current_event_id"], "e0");
         assert_eq!(input["memory"]["states"][0]["state_id"], "s1");
         assert_eq!(
@@ -129,10 +149,19 @@ mod tests {
         let plan = WritePlan::parse(
             r#"{"state_updates": [{"kind": "fact", "op": "close", "state_id": "s1",
                 "confidence": 0.5, "evidence_event_ids": ["e0", "e2", "e9"]}],
-                "context_updates": {"links": [{"to_event_id": "e1", "label": "reply_to"}]}}"#,
+                "context_updates": {"links": [{"to_event_id": "e1", "label": "reply_to"}]},
+                "interest_update": {"attention_targets": [
+                    {"type": "goal", "value": "goal_id:s1", "weight": 0.5},
+                    {"type": "topic", "value": "goal_id:s1", "weight": 0.5}]}}"#,
         )
         .unwrap();
         let plan = h.reveal_in(plan);
+        let targets = &plan.interest_update.as_ref().unwrap().attention_targets;
+        assert_eq!(targets[0].value, "goal_id:state-uuid");
+        assert_eq!(
+            targets[1].value, "goal_id:s1",
+            "only a goal refers to a state"
+        );
         let u = &plan.state_updates[0];
         assert_eq!(u.state_id.as_deref(), Some("state-uuid"));
         assert_eq!(u.evidence_event_ids, ["cur-uuid", "old-uuid", "e9"]);

@@ -10,7 +10,7 @@ use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{AssistantReplied, UserMessageReceived};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateStatus};
-use ghost_shared::memory::{InterestState, Memory};
+use ghost_shared::memory::Memory;
 
 /// Which kind of utterance the turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,10 +99,7 @@ pub fn memory_input(memory: &Memory, now: f64, tau_secs: f64, limit: usize) -> V
         .filter(|p| p.status != PreferenceStatus::Revoked)
         .take(limit)
         .collect();
-    let interest = memory.interest.as_ref().map(|i| InterestState {
-        attention_targets: i.decayed_targets(now, tau_secs),
-        ..i.clone()
-    });
+    let interest = memory.interest_at(now, tau_secs);
     json!({"states": states, "preferences": preferences, "interest": interest})
 }
 

@@ -5,15 +5,17 @@
 use serde_json::{json, Value};
 
 use crate::llm::Contract;
+use crate::memory::model::GOAL_PREFIX;
 use crate::memory::plan::WritePlan;
 use crate::memory::vocab::{
     InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateKind,
-    StateOp, TargetType,
+    StateOp,
 };
 
 /// Tokens a plan may take: every list and text is bounded below, so the largest plan the
-/// schema admits fits (a small model fills what it is given).
-pub const MAX_TOKENS: u32 = 1400;
+/// schema admits fits (a small model fills what it is given; two states' topics took 100
+/// more).
+pub const MAX_TOKENS: u32 = 1500;
 
 /// What a plan may cite: the utterance planned for, the other events in its input, and
 /// the states it may change.
@@ -35,10 +37,11 @@ pub fn contract(ids: &PlanIds) -> Contract {
     } else {
         StateOp::NAMES
     };
-    Contract::of::<WritePlan>("write_plan", MAX_TOKENS)
-        // Rarely needed, free-form or bookkeeping: left to richer inputs than a model's.
-        .without(&["state_updates", "[]"], "payload")
+    let contract = Contract::of::<WritePlan>("write_plan", MAX_TOKENS)
+        // Bookkeeping: left to richer inputs than a model's.
         .without(&["state_updates", "[]"], "last_confirmed_at")
+        .max_length(&["state_updates", "[]", "payload", "topic"], 40)
+        .min_length(&["state_updates", "[]", "payload", "topic"], 1)
         .allow(&["event_annotations", "life_stage"], LifeStage::NAMES)
         .max_items(&["event_annotations", "entities"], 2)
         .max_length(&["event_annotations", "entities", "[]", "type"], 16)
@@ -88,16 +91,31 @@ pub fn contract(ids: &PlanIds) -> Contract {
             LinkLabel::NAMES,
         )
         .max_items(&["interest_update", "attention_targets"], 2)
-        .allow(
-            &["interest_update", "attention_targets", "[]", "type"],
-            TargetType::NAMES,
-        )
         .max_length(&["interest_update", "attention_targets", "[]", "value"], 40)
         .min_length(&["interest_update", "attention_targets", "[]", "value"], 1)
         .allow(
             &["interest_update", "interaction_mode"],
             InteractionMode::NAMES,
-        )
+        );
+    let target = contract.at(TARGET).cloned().unwrap_or_else(|| json!({}));
+    contract.replace(TARGET, targets(target, &ids.states))
+}
+
+const TARGET: &[&str] = &["interest_update", "attention_targets", "[]"];
+
+/// An attention target: a topic or person in words, or a goal that refers to a task the
+/// memory holds by `goal_id:<state>` (none without states).
+fn targets(target: Value, states: &[String]) -> Value {
+    let mut words = target.clone();
+    words["properties"]["type"] = json!({"enum": ["topic", "person"]});
+    if states.is_empty() {
+        return words;
+    }
+    let mut goal = target;
+    goal["properties"]["type"] = json!({"enum": ["goal"]});
+    let refs: Vec<String> = states.iter().map(|s| format!("{GOAL_PREFIX}{s}")).collect();
+    goal["properties"]["value"] = json!({ "enum": refs });
+    json!({"anyOf": [words, goal]})
 }
 
 /// Evidence: the utterance first, then at most one other event of the input. (A grammar
@@ -129,7 +147,7 @@ mod tests {
     fn plan(evidence: &str, state_id: &str, kind: &str) -> String {
         format!(
             r#"{{"event_annotations":null,"state_updates":[{{"kind":"{kind}","op":"upsert",
-            "state_id":{state_id},"body_text":"likes tea","confidence":0.8,"salience":0.5,
+            "state_id":{state_id},"body_text":"likes tea","payload":null,"confidence":0.8,"salience":0.5,
             "valid_from_ts":null,"valid_to_ts":null,"evidence_event_ids":{evidence},"reason":"said so"}}],
             "preference_updates":[],"event_affect":null,"context_updates":{{"threads":[],"links":[]}},
             "interest_update":null}}"#
@@ -167,6 +185,46 @@ mod tests {
         let close = plan(cur, "null", "fact").replace(r#""op":"upsert""#, r#""op":"close""#);
         assert!(!none.admits(&close));
         assert!(!none.admits(&plan(cur, "null", "fact").replace("likes tea", "")));
+    }
+
+    /// A plan with one task filed under `topic` and one attention target `target`.
+    fn keyed(topic: &str, target: &str) -> String {
+        plan(
+            r#"["11111111-1111-1111-1111-111111111111"]"#,
+            "null",
+            "task",
+        )
+        .replace(
+            r#""payload":null"#,
+            &format!(r#""payload":{{"topic":"{topic}"}}"#),
+        )
+        .replace(
+            r#""interest_update":null"#,
+            &format!(
+                r#""interest_update":{{"attention_targets":[{target}],"interaction_mode":null}}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn the_ordering_keys_are_asked_for_and_goals_refer_to_held_tasks() {
+        let c = contract(&ids());
+        let goal = r#"{"type":"goal","value":"goal_id:33333333-3333-3333-3333-333333333333","weight":0.8}"#;
+        assert!(c.admits(&keyed("tea", goal)), "{}", c.schema);
+        let topic = r#"{"type":"topic","value":"tea","weight":0.8}"#;
+        assert!(c.admits(&keyed("tea", topic)));
+        // A goal in words, or naming a state not offered, is outside the schema.
+        assert!(!c.admits(&keyed("tea", &goal.replace("goal_id:3333", "goal_id:4444"))));
+        assert!(!c.admits(&keyed("tea", &topic.replace("topic", "goal"))));
+        assert!(!c.admits(&keyed("", topic)));
+        let without = r#"{"type":"goal","value":"goal_id:s1","weight":0.8}"#;
+        let none = contract(&PlanIds {
+            states: vec![],
+            ..ids()
+        });
+        assert!(!none.admits(&keyed("tea", without)));
+        let plan = WritePlan::parse(&keyed("tea", goal)).unwrap();
+        assert_eq!(plan.state_updates[0].payload.as_ref().unwrap().topic, "tea");
     }
 
     #[test]

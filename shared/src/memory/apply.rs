@@ -161,9 +161,14 @@ fn state_change(memory: &Memory, u: &CheckedStateUpdate, ctx: ApplyContext<'_>) 
                 kind: u.kind,
                 status: StateStatus::Active,
                 body_text: u.body_text.clone(),
-                payload: u.payload.clone(),
+                // A revision that names no ordering keys keeps the ones held.
+                payload: u
+                    .payload
+                    .as_ref()
+                    .and_then(|p| serde_json::to_value(p).ok())
+                    .or_else(|| existing.and_then(|s| s.payload.clone())),
                 confidence: u.confidence,
-                salience: u.salience,
+                salience: u.salience.or_else(|| existing.and_then(|s| s.salience)),
                 valid_from_ts: u.valid_from_ts,
                 valid_to_ts: u.valid_to_ts,
                 revision,

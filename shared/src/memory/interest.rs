@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use super::model::{AttentionTarget, InterestState};
+use super::model::{AttentionTarget, InterestState, Memory};
 use super::validate::CheckedInterestUpdate;
 
 /// Most attention targets kept.
@@ -29,6 +29,15 @@ impl InterestState {
                 ..t.clone()
             })
             .collect()
+    }
+
+    /// The whole state as of `now`, its weights decayed: how recall, the write plan and the
+    /// deliberation all read it.
+    pub fn at(&self, now: f64, tau_secs: f64) -> Self {
+        Self {
+            attention_targets: self.decayed_targets(now, tau_secs),
+            ..self.clone()
+        }
     }
 
     /// This state after `update`, caused by `event_id` at `now`.
@@ -72,6 +81,13 @@ impl InterestState {
             updated_from_event_ids: sources.split_off(skip),
             updated_at: now.max(self.updated_at),
         }
+    }
+}
+
+impl Memory {
+    /// The interest state as of `now` ([`InterestState::at`]), if one is recorded.
+    pub fn interest_at(&self, now: f64, tau_secs: f64) -> Option<InterestState> {
+        self.interest.as_ref().map(|i| i.at(now, tau_secs))
     }
 }
 

@@ -8,7 +8,7 @@
 //! - [`plan`]: the `WritePlan` JSON shape the model writes;
 //! - [`validate`]: the rules (a plan that breaks one is rejected whole) → `CheckedPlan`;
 //! - [`apply`]: a checked plan → the memory after it and the events recording each change;
-//! - [`interest`]: decay and merge of the interest state;
+//! - [`interest`]: decay and merge of the interest state (and the one reading of it);
 //! - [`probe`]: the `ghost write-plan apply` probe's input and output;
 //! - [`retrieval`]: the rule-based RetrievalPlan and the persona's focus hint (recall).
 
@@ -23,5 +23,5 @@ pub mod vocab;
 
 pub use apply::{apply_plan, ApplyContext, MemoryChange, PlannedChange};
 pub use model::{subject_key, AttentionTarget, InterestState, Memory, MemoryState, Preference};
-pub use plan::{ContextUpdates, EventAffect, EventAnnotations, WritePlan};
+pub use plan::{ContextUpdates, EventAffect, EventAnnotations, StatePayload, WritePlan};
 pub use validate::{validate, CheckedPlan};

@@ -64,6 +64,23 @@ pub struct MemoryState {
     pub reason: String,
 }
 
+impl MemoryState {
+    /// The topic the write plan filed it under (`payload.topic`, see
+    /// [`super::plan::StatePayload`]), if any.
+    pub fn topic(&self) -> Option<&str> {
+        payload_topic(self.payload.as_ref()?)
+    }
+}
+
+/// The topic of a stored state payload (older payloads may hold anything: only a string
+/// `topic` counts).
+pub fn payload_topic(payload: &serde_json::Value) -> Option<&str> {
+    payload
+        .get("topic")?
+        .as_str()
+        .filter(|t| !t.trim().is_empty())
+}
+
 fn active() -> StateStatus {
     StateStatus::Active
 }
@@ -146,6 +163,21 @@ pub struct AttentionTarget {
     pub value: String,
     /// How strongly, 0..=1.
     pub weight: f64,
+}
+
+/// How a `goal` attention target refers to a task the persona holds: `goal_id:<state_id>`
+/// (the one format the write plan writes and the deliberation orders by). A goal named in
+/// words (without the prefix) refers to no state.
+pub const GOAL_PREFIX: &str = "goal_id:";
+
+/// The value of a goal target referring to the task `state_id`.
+pub fn goal_ref(state_id: Uuid) -> String {
+    format!("{GOAL_PREFIX}{state_id}")
+}
+
+/// What a goal target's `value` refers to after [`GOAL_PREFIX`], if it has the prefix.
+pub fn goal_ref_text(value: &str) -> Option<&str> {
+    value.trim().strip_prefix(GOAL_PREFIX)
 }
 
 #[cfg(test)]

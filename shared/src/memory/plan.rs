@@ -93,13 +93,15 @@ pub struct StateUpdate {
     /// The text, in the persona's first-person view.
     #[serde(default, alias = "body")]
     pub body_text: String,
-    /// Structured detail.
+    /// The keys recall and deliberation order it by; absent on a revision keeps the held
+    /// ones.
     #[serde(default)]
-    pub payload: Option<serde_json::Value>,
+    pub payload: Option<StatePayload>,
     /// How sure, 0..=1.
     #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
-    /// How much it matters, 0..=1.
+    /// How much it matters, 0..=1 (a task's priority); absent on a revision keeps the held
+    /// one.
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub salience: Option<f64>,
@@ -119,6 +121,17 @@ pub struct StateUpdate {
     /// Why.
     #[serde(default)]
     pub reason: String,
+}
+
+/// A state's `payload`: the structured keys it is ordered by, in one format. Deliberation
+/// ranks open tasks by their topic (against attention targets and preferences) and recall
+/// matches a state to the persona's focus by it; texts are never compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatePayload {
+    /// The topic it belongs to, named as attention targets and preference subjects name
+    /// topics (compared by subject key: NFKC, trimmed, case-folded). Not empty.
+    pub topic: String,
 }
 
 /// One entry of `preference_updates`.
@@ -237,7 +250,7 @@ pub struct TargetUpdate {
     /// `topic|goal|person`.
     #[serde(rename = "type")]
     pub target_type: String,
-    /// What exactly.
+    /// What exactly; a goal that is a task held is `goal_id:<its state_id>`.
     pub value: String,
     /// How strongly, 0..=1.
     #[schemars(range(min = 0.0, max = 1.0))]

@@ -3,8 +3,8 @@
 
 use uuid::Uuid;
 
-use super::model::{subject_display, subject_key, Memory};
-use super::plan::{ContextUpdates, EventAffect, EventAnnotations, WritePlan};
+use super::model::{goal_ref, goal_ref_text, subject_display, subject_key, Memory};
+use super::plan::{ContextUpdates, EventAffect, EventAnnotations, StatePayload, WritePlan};
 use super::vocab::{
     InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateKind,
     StateOp, StateStatus, TargetType,
@@ -23,8 +23,8 @@ pub struct CheckedStateUpdate {
     pub state_id: Option<Uuid>,
     /// The text.
     pub body_text: String,
-    /// Structured detail.
-    pub payload: Option<serde_json::Value>,
+    /// The ordering keys (topic as shown: NFKC, trimmed).
+    pub payload: Option<StatePayload>,
     /// How sure.
     pub confidence: f64,
     /// How much it matters.
@@ -242,7 +242,11 @@ pub fn validate(
                     e.push(&format!("{at}.value"), "must not be empty");
                 }
                 e.unit(&format!("{at}.weight"), t.weight);
-                Some((kind?, t.value.trim().to_owned(), t.weight))
+                let value = match kind {
+                    Some(TargetType::Goal) => goal_value(&mut e, &at, &t.value, memory)?,
+                    _ => t.value.trim().to_owned(),
+                };
+                Some((kind?, value, t.weight))
             })
             .collect();
         let interaction_mode = u.interaction_mode.as_deref().and_then(|m| {
@@ -269,6 +273,31 @@ pub fn validate(
         preferences,
         interest,
     })
+}
+
+/// A goal target's value: words, or `goal_id:<state_id>` of an active task the memory holds
+/// (kept as [`goal_ref`] writes it). A reference to anything else breaks the plan.
+fn goal_value(e: &mut Errors, at: &str, value: &str, memory: &Memory) -> Option<String> {
+    let Some(id) = goal_ref_text(value) else {
+        return Some(value.trim().to_owned());
+    };
+    let task = Uuid::parse_str(id.trim()).ok().and_then(|id| {
+        memory
+            .states
+            .iter()
+            .find(|s| s.state_id == id && s.kind == StateKind::Task)
+            .filter(|s| s.status == StateStatus::Active)
+    });
+    match task {
+        Some(s) => Some(goal_ref(s.state_id)),
+        None => {
+            e.push(
+                &format!("{at}.value"),
+                format!("{value:?} names no active task you hold"),
+            );
+            None
+        }
+    }
 }
 
 fn annotations(e: &mut Errors, a: &EventAnnotations) {
@@ -349,6 +378,12 @@ fn state_update(
     if let Some(s) = u.salience {
         e.unit(&format!("{at}.salience"), s);
     }
+    let payload = u.payload.as_ref().map(|p| StatePayload {
+        topic: subject_display(&p.topic),
+    });
+    if payload.as_ref().is_some_and(|p| p.topic.is_empty()) {
+        e.push(&format!("{at}.payload.topic"), "must not be empty");
+    }
     if let (Some(s), Some(t)) = (u.valid_from_ts, u.valid_to_ts) {
         if s > t {
             e.push(&format!("{at}.valid_from_ts"), "is after valid_to_ts");
@@ -414,7 +449,7 @@ fn state_update(
         op: op?,
         state_id,
         body_text: u.body_text.trim().to_owned(),
-        payload: u.payload.clone(),
+        payload,
         confidence: u.confidence,
         salience: u.salience,
         valid_from_ts: u.valid_from_ts,

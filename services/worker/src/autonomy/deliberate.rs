@@ -35,8 +35,9 @@ pub struct Deliberator {
 }
 
 impl Deliberator {
-    /// What the deliberation looks at (collection; the ordering is [`build_input`]'s).
-    async fn collect(&self, persona: &str) -> Result<FocusSources, HandlerError> {
+    /// What the deliberation looks at as of `now` (collection; the ordering is
+    /// [`build_input`]'s).
+    async fn collect(&self, persona: &str, now: f64) -> Result<FocusSources, HandlerError> {
         let settings = &self.ctx.config.ghost.autonomy;
         let turns = AssistantTextProjection::recent(
             self.ctx.store().pool(),
@@ -62,7 +63,8 @@ impl Deliberator {
         let memory = MemoryProjection::load(self.ctx.store().pool(), persona)
             .await
             .map_err(HandlerError::transient)?;
-        let mut sources = FocusSources::from_memory(&memory);
+        let tau = self.ctx.config.ghost.memory.interest_tau_secs;
+        let mut sources = FocusSources::from_memory(&memory, now, tau);
         sources.long_mood = long_mood;
         sources.recent_events = turns
             .into_iter()
@@ -114,7 +116,9 @@ impl EventHandler for Deliberator {
         {
             return Ok(());
         }
-        let sources = self.collect(&tick.persona).await?;
+        // Weights decay to the tick's own time, not to whenever it is handled.
+        let now = event.recorded_at.timestamp_micros() as f64 / 1e6;
+        let sources = self.collect(&tick.persona, now).await?;
         let messages = [
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(self.request(&tick.persona, &sources)),

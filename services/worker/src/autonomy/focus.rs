@@ -2,12 +2,15 @@
 //! holds what was collected (structured), [`PersonaDeliberationFocus`] is derived from the
 //! confirmed preferences, the long mood state and the interest state's attention targets,
 //! and [`build_input`] orders and counts the material by it. Only structured fields are
-//! compared (ids, topic keys, weights, the mood label), never the texts.
+//! compared (ids, topic keys, weights, the mood label), never the texts: the keys are the
+//! ones the write plan writes (a task's `payload.topic` and `salience`, a goal target's
+//! `goal_id:<state_id>`), topics compared by subject key.
 
 use serde::{Deserialize, Serialize};
 
 use ghost_shared::affect::{AffectLabel, MoodState};
 use ghost_shared::autonomy::persona::{vad_of, Vad};
+use ghost_shared::memory::model::{goal_ref_text, subject_key};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
 use ghost_shared::memory::Memory;
 
@@ -31,7 +34,7 @@ pub struct OpenItem {
     pub kind: String,
     /// What it is about (shown to the model, never compared).
     pub title: String,
-    /// The topic key it belongs to, if any.
+    /// The topic it belongs to, if any (`payload.topic`).
     #[serde(default)]
     pub topic: Option<String>,
     /// Its own priority (0..1).
@@ -84,8 +87,8 @@ pub struct FocusSources {
 impl FocusSources {
     /// What the memory holds: active tasks (their topic from the state's structured
     /// `payload.topic`, priority from salience, else confidence), preferences, and the
-    /// interest state's attention targets and mode.
-    pub fn from_memory(memory: &Memory) -> Self {
+    /// interest state's attention targets (decayed to `now`, as everywhere) and mode.
+    pub fn from_memory(memory: &Memory, now: f64, tau_secs: f64) -> Self {
         let open_items = memory
             .states
             .iter()
@@ -94,12 +97,7 @@ impl FocusSources {
                 id: s.state_id.to_string(),
                 kind: "task".into(),
                 title: s.body_text.clone(),
-                topic: s
-                    .payload
-                    .as_ref()
-                    .and_then(|p| p.get("topic"))
-                    .and_then(|t| t.as_str())
-                    .map(str::to_owned),
+                topic: s.topic().map(str::to_owned),
                 priority: s.salience.unwrap_or(s.confidence),
             })
             .collect();
@@ -114,7 +112,7 @@ impl FocusSources {
                 confirmed: p.status == PreferenceStatus::Confirmed,
             })
             .collect();
-        let (attention_targets, interaction_mode) = match &memory.interest {
+        let (attention_targets, interaction_mode) = match memory.interest_at(now, tau_secs) {
             Some(i) => (
                 i.attention_targets
                     .iter()
@@ -206,7 +204,7 @@ pub fn focus_of(
         ));
     }
     for p in confirmed(sources).filter(|p| p.polarity == "like") {
-        match topics.iter_mut().find(|(k, _)| *k == p.subject) {
+        match topics.iter_mut().find(|(k, _)| same_topic(k, &p.subject)) {
             Some((_, w)) => *w += LIKE_WEIGHT,
             None => topics.push((p.subject.clone(), LIKE_WEIGHT)),
         }
@@ -238,6 +236,11 @@ fn stance_factor(stance: &str, target_type: &str) -> f64 {
         ("quiet", "person") | ("open", "topic") => 2.0,
         _ => 1.0,
     }
+}
+
+/// Topics are the same when their subject keys are (NFKC, trimmed, case-folded).
+fn same_topic(a: &str, b: &str) -> bool {
+    subject_key(a) == subject_key(b)
 }
 
 fn confirmed(sources: &FocusSources) -> impl Iterator<Item = &PreferenceItem> {
@@ -284,25 +287,25 @@ pub fn build_input(
     }
 }
 
-/// An item's own priority, plus the attention its goal id or topic gets (weighted by the
-/// stance), plus a confirmed like of its topic, minus a confirmed dislike.
+/// An item's own priority, plus the attention a goal target referring to it
+/// (`goal_id:<its id>`) or its topic gets (weighted by the stance), plus a confirmed like of
+/// its topic, minus a confirmed dislike.
 fn item_score(sources: &FocusSources, focus: &PersonaDeliberationFocus, item: &OpenItem) -> f64 {
-    let goal_key = format!("goal_id:{}", item.id);
+    let of_topic = |key: &str| item.topic.as_deref().is_some_and(|t| same_topic(t, key));
     let attention: f64 = sources
         .attention_targets
         .iter()
         .filter(|t| match t.target_type.as_str() {
-            "goal" => t.value == goal_key,
-            _ => item.topic.as_deref() == Some(t.value.as_str()),
+            "goal" => goal_ref_text(&t.value) == Some(item.id.as_str()),
+            _ => of_topic(&t.value),
         })
         .map(|t| t.weight * stance_factor(&focus.stance, &t.target_type))
         .sum();
-    let topic = item.topic.as_deref();
     let liked = confirmed(sources)
-        .filter(|p| p.polarity == "like" && Some(p.subject.as_str()) == topic)
+        .filter(|p| p.polarity == "like" && of_topic(&p.subject))
         .count() as f64;
     let disliked = confirmed(sources)
-        .filter(|p| p.polarity == "dislike" && Some(p.subject.as_str()) == topic)
+        .filter(|p| p.polarity == "dislike" && of_topic(&p.subject))
         .count() as f64;
     item.priority + attention + LIKE_WEIGHT * liked - DISLIKE_WEIGHT * disliked
 }
@@ -351,6 +354,23 @@ mod tests {
         // An unconfirmed preference steers nothing.
         s.preferences[0].confirmed = false;
         assert_eq!(ids(&build_input(&s, 8, 8)), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn a_goal_reference_and_a_topic_key_pull_their_item_forward() {
+        let id = "00000000-0000-0000-0000-00000000000b";
+        let mut s = FocusSources {
+            open_items: vec![item("a", "tea", 0.6), item(id, "Master Health", 0.4)],
+            ..Default::default()
+        };
+        assert_eq!(ids(&build_input(&s, 8, 8)), vec!["a", id]);
+        s.attention_targets = vec![target("goal", &format!("goal_id:{id}"), 0.5)];
+        assert_eq!(ids(&build_input(&s, 8, 8)), vec![id, "a"]);
+        // A goal in words refers to no item; a topic compares by key.
+        s.attention_targets = vec![target("goal", "Master Health", 0.5)];
+        assert_eq!(ids(&build_input(&s, 8, 8)), vec!["a", id]);
+        s.attention_targets = vec![target("topic", "ｍａｓｔｅｒ health", 0.5)];
+        assert_eq!(ids(&build_input(&s, 8, 8)), vec![id, "a"]);
     }
 
     #[test]
