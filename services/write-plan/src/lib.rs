@@ -1,17 +1,23 @@
 //! The write-plan service (seed 001, issue 12): after each persona utterance
-//! (`AssistantReplied`, or an autonomy message `AutonomyMessageRendered`) it asks the worker model for a WritePlan, validates it against the
-//! persona's memory and appends what it changes as events on the persona's stream
-//! (`StateUpserted`, `StateClosed`, `PreferenceUpdated`, `InterestStateUpdated`,
-//! `EventAnnotated`) or, for a plan that breaks a rule, one `WritePlanRejected`. It also runs
-//! the `memory` projection. Replies never wait for it.
+//! (`AssistantReplied`, or an autonomy message `AutonomyMessageRendered`) it asks the worker
+//! model for a WritePlan, validates it against the persona's memory and appends what it
+//! changes as events on the persona's stream (`StateUpserted`, `StateClosed`,
+//! `PreferenceUpdated`, `InterestStateUpdated`, `EventAnnotated`) or, for a plan that breaks
+//! a rule, one `WritePlanRejected`. After a deliberation (`ActionDecided`) or an
+//! `agent_delegate` result (`ActionResultRecorded`) it merges their interest update. It
+//! also runs the `memory` projection: it is memory's one writer. Replies never wait for it.
 //!
 //! - [`input`]: what the model is given (the turn, recent events, memory, the persona);
 //! - [`handles`]: the short names the model cites events and states by;
-//! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered).
+//! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered);
+//! - [`attention`]: the interest update of a deliberation or an agent's result;
+//! - [`writer`]: changes to memory, one at a time against a caught-up projection.
 
+pub mod attention;
 pub mod handles;
 pub mod input;
 pub mod planner;
+pub mod writer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +30,8 @@ use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 /// This service's name.
 pub const SERVICE: &str = "write-plan";
 
-/// Starts the `memory` projection and the utterance consumers (needs `llm.worker` and
-/// `prompts/write_plan.md`).
+/// Starts the `memory` projection, the utterance consumers (needs `llm.worker` and
+/// `prompts/write_plan.md`) and the deliberation consumers.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
     let p = &ctx.config.ghost.projections;
@@ -36,12 +42,21 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         Duration::from_millis(p.poll_interval_ms),
     );
     handle.tasks.push(tokio::spawn(runner.clone().run()));
-    let planner = Arc::new(planner::Planner::new(ctx.clone(), runner)?);
+    let writer = Arc::new(writer::MemoryWriter::new(ctx.clone(), runner));
+    let planner = Arc::new(planner::Planner::with_writer(ctx.clone(), writer.clone())?);
     for event_type in planner::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
             ConsumerSpec::new(SERVICE, event_type),
             planner.clone(),
+        ));
+    }
+    let attention = Arc::new(attention::Attention::new(ctx.clone(), writer));
+    for event_type in attention::CONSUMES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            attention.clone(),
         ));
     }
     Ok(handle)

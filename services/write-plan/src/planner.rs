@@ -3,9 +3,8 @@
 //! before changes nothing; the plan's events are appended in one atomic append with ids
 //! derived from the utterance.
 
-use std::time::Duration;
+use std::sync::Arc;
 
-use tokio::sync::Mutex;
 use tracing::{info, warn};
 
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
@@ -14,19 +13,18 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AssistantReplied, ModelAnswerRejected, UserMessageReceived, WritePlanRejected,
+    AssistantReplied, ModelAnswerRejected, UserMessageReceived, WritePlanRejected,
 };
 use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
 use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan};
-use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError};
-use ghost_shared::store::ExpectedVersion;
 use ghost_shared::template::unknown_placeholder;
 
 use crate::handles::Handles;
 use crate::input::{memory_input, plan_ids, plan_input, recent_events, TurnInput, UtteranceKind};
+use crate::writer::MemoryWriter;
 
 /// The event types this handler consumes.
 pub const CONSUMES: [&str; 2] = [
@@ -68,14 +66,23 @@ pub struct Planner {
     ctx: ServiceContext,
     llm: LlmClient,
     template: String,
-    runner: ProjectionRunner,
     /// Plans are validated and applied one at a time, against a caught-up memory.
-    apply_lock: Mutex<()>,
+    writer: Arc<MemoryWriter>,
 }
 
 impl Planner {
-    /// A planner using the worker's model and `memory.plan_prompt_file`.
+    /// A planner with its own writer over the projection `runner` feeds.
     pub fn new(ctx: ServiceContext, runner: ProjectionRunner) -> Result<Self, ServiceError> {
+        let writer = Arc::new(MemoryWriter::new(ctx.clone(), runner));
+        Self::with_writer(ctx, writer)
+    }
+
+    /// A planner using the worker's model and `memory.plan_prompt_file`, changing memory
+    /// through `writer`.
+    pub fn with_writer(
+        ctx: ServiceContext,
+        writer: Arc<MemoryWriter>,
+    ) -> Result<Self, ServiceError> {
         let llm = ctx.llm("worker")?;
         let path = ctx
             .config
@@ -92,28 +99,8 @@ impl Planner {
             ctx,
             llm,
             template,
-            runner,
-            apply_lock: Mutex::new(()),
+            writer,
         })
-    }
-
-    /// Applies every committed memory event to the projection (so the plan is checked
-    /// against what earlier plans changed).
-    async fn caught_up(&self) -> Result<(), HandlerError> {
-        for _ in 0..200 {
-            let pass = self
-                .runner
-                .catch_up()
-                .await
-                .map_err(HandlerError::transient)?;
-            if !pass.pending {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Err(HandlerError::transient(
-            "memory projection held back; retrying later",
-        ))
     }
 
     async fn turn(&self, reply: &Utterance) -> Result<TurnInput, HandlerError> {
@@ -168,10 +155,7 @@ impl EventHandler for Planner {
         };
         let settings = &self.ctx.config.ghost.memory;
         let now = event.recorded_at.timestamp_micros() as f64 / 1e6;
-        self.caught_up().await?;
-        let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
-            .await
-            .map_err(HandlerError::transient)?;
+        let memory = self.writer.load(&reply.speaker).await?;
         let tail = self
             .ctx
             .store()
@@ -223,11 +207,8 @@ impl EventHandler for Planner {
             Err(e) => return Err(HandlerError::transient(e)),
         };
 
-        let _serial = self.apply_lock.lock().await;
-        self.caught_up().await?;
-        let memory = MemoryProjection::load(self.ctx.store().pool(), &reply.speaker)
-            .await
-            .map_err(HandlerError::transient)?;
+        let _serial = self.writer.serial().await;
+        let memory = self.writer.load(&reply.speaker).await?;
         let parsed = answer
             .clone()
             .and_then(|a| WritePlan::parse(&a))
@@ -242,7 +223,6 @@ impl EventHandler for Planner {
         };
         let raw = answer.as_deref().unwrap_or_default();
         contract.record(self.llm.role(), raw, verdict);
-        let stream = persona_stream(&reply.speaker);
         let new_events = match checked {
             Ok(checked) => {
                 let ctx = ApplyContext {
@@ -273,13 +253,7 @@ impl EventHandler for Planner {
                 ]
             }
         };
-        self.ctx
-            .log
-            .append(&stream, ExpectedVersion::Any, &new_events)
-            .await
-            .map_err(HandlerError::transient)?;
-        // So the next plan (and the debug API) sees this one at once.
-        self.caught_up().await
+        self.writer.append(&reply.speaker, &new_events).await
     }
 }
 

@@ -9,10 +9,12 @@
 //! - [`validate`]: the rules (a plan that breaks one is rejected whole) → `CheckedPlan`;
 //! - [`apply`]: a checked plan → the memory after it and the events recording each change;
 //! - [`interest`]: decay and merge of the interest state (and the one reading of it);
+//! - [`influence`]: the interest update a deliberation's `persona_influence` carries;
 //! - [`probe`]: the `ghost write-plan apply` probe's input and output;
 //! - [`retrieval`]: the rule-based RetrievalPlan and the persona's focus hint (recall).
 
 pub mod apply;
+pub mod influence;
 pub mod interest;
 pub mod model;
 pub mod plan;
