@@ -17,6 +17,7 @@ use ghost_shared::memory::Memory;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, TestEnv, WORKER_MODEL};
 use serde_json::{json, Value};
+use support::plans::{annotation, plan_input, planned, spawn_with_planner};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 /// The fake worker: write plans store a fact about green peppers; the selection picks the
@@ -246,22 +247,66 @@ fn interested_in(topic: &str) -> Memory {
     }
 }
 
+/// The fake worker: each plan annotates its turn by what the user said (by `annotate`);
+/// the selection picks nothing.
+fn annotating(annotate: fn(&str) -> Value) -> impl Fn(&RecordedRequest) -> Script {
+    move |r| {
+        if let Some(input) = plan_input(r) {
+            let said = input["turn"]["user_text"].as_str().unwrap_or_default();
+            return Script::reply(&annotate(said).to_string());
+        }
+        if r.system_text()
+            .unwrap_or_default()
+            .contains("Before you answer, you recall")
+        {
+            return Script::reply(r#"{"selected_ids": []}"#);
+        }
+        match r.model.as_deref() {
+            Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
+            _ => Script::reply("ok"),
+        }
+    }
+}
+
+/// The persona's replies of `session`, in order.
+async fn replies(app: &TestApp, session: &str) -> Vec<String> {
+    app.session_events(session)
+        .await
+        .into_iter()
+        .filter(|e| e.event_type == AssistantReplied::EVENT_TYPE)
+        .map(|e| format!("event:{}", e.event_id))
+        .collect()
+}
+
+/// The topic bias matches what a write plan annotated, not the text (issue 34 item 17):
+/// the walk is annotated 登山 and the cooking 料理 though neither reply names them, and the
+/// newest line names 登山 but was annotated with something else. Two personas with
+/// different interests rank the same candidates differently.
 #[tokio::test]
 async fn two_personas_with_different_interests_rank_the_same_candidates_differently() {
-    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
-    let store = env.store().await;
-    for (i, text) in ["週末は山で登山をした話", "週末は家で料理を作った話"]
-        .iter()
-        .enumerate()
+    let app = spawn_with_planner(&[]).await;
+    app.llm.set_responder(annotating(|said| match said {
+        "週末は山に行ったよ" => annotation(&["登山"], &[]),
+        "週末は家で過ごした" => annotation(&[], &["料理"]),
+        _ => annotation(&["テレビ"], &[]),
+    }));
+    for (i, said) in [
+        "週末は山に行ったよ",
+        "週末は家で過ごした",
+        "登山の番組は退屈だった",
+    ]
+    .iter()
+    .enumerate()
     {
-        say_in_old_session(store.pool(), i as i64 + 1, text).await;
+        planned(&app, "old", said, i as i64 + 1).await;
     }
+    let replies = replies(&app, "old").await;
     let limits = RetrievalLimits {
         max_candidates: 80,
         max_selected: 12,
     };
     let ranking = |persona: &'static str, topic: &'static str| {
-        let store = store.clone();
+        let store = app.store.clone();
         async move {
             let plan = retrieval_plan(
                 "週末の話を覚えてる？",
@@ -280,16 +325,69 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
             collected
                 .candidates
                 .into_iter()
-                .map(|c| c.text)
+                .map(|c| c.id)
                 .collect::<Vec<_>>()
         }
     };
     let hiker = ranking("LUMINA", "登山").await;
     let cook = ranking("CLARIS", "料理").await;
-    assert!(hiker[0].contains("登山"), "{hiker:?}");
-    assert!(cook[0].contains("料理"), "{cook:?}");
+    assert_eq!(hiker[0], replies[0], "{hiker:?}");
+    assert_eq!(cook[0], replies[1], "{cook:?}");
     assert_ne!(hiker, cook);
-    env.cleanup().await;
+    app.cleanup().await;
+}
+
+/// Style and avoid biases rank too, by annotation (issue 34 item 17): with a confirmed
+/// like of the style やさしい言葉 and a dislike of ホラー (both from write plans), the
+/// reply annotated with the style rises above a newer neutral one, and the one annotated
+/// ホラー, the newest, falls below every utterance.
+#[tokio::test]
+async fn style_and_avoid_biases_rank_what_was_annotated_with_them() {
+    let app = spawn_with_planner(&[("GHOST_MEMORY__RECALL_ENABLED", "true")]).await;
+    app.llm.set_responder(annotating(|said| match said {
+        "やさしく話してね。ホラーは苦手。" => {
+            let confirm = |domain: &str, polarity: &str, subject: &str| {
+                json!({"op": "confirm", "domain": domain, "polarity": polarity,
+                       "subject": subject, "confidence": 0.9,
+                       "evidence_event_ids": ["e0"], "reason": "本人が言った"})
+            };
+            json!({"preference_updates": [confirm("style", "like", "やさしい言葉"),
+                                          confirm("topic", "dislike", "ホラー")]})
+        }
+        "今日は疲れた" => annotation(&[], &["やさしい言葉"]),
+        "いい天気" => annotation(&["天気"], &[]),
+        _ => annotation(&["ホラー"], &[]),
+    }));
+    let said = [
+        "やさしく話してね。ホラーは苦手。",
+        "今日は疲れた",
+        "いい天気",
+        "映画を見た",
+    ];
+    for (i, text) in said.iter().enumerate() {
+        planned(&app, "old", text, i as i64 + 1).await;
+    }
+    let replies = replies(&app, "old").await;
+    let (gentle, neutral, horror) = (&replies[1], &replies[2], &replies[3]);
+    app.chat("now", "最近どう？").await;
+    let r = recall_of(&app, "now").await;
+    assert_eq!(r.plan["focus"]["style_bias"], json!(["やさしい言葉"]));
+    assert_eq!(r.plan["focus"]["avoid_bias"], json!(["ホラー"]));
+    let at = |id: &String| {
+        r.candidate_ids
+            .iter()
+            .position(|c| c == id)
+            .unwrap_or_else(|| panic!("{id} in {:?}", r.candidate_ids))
+    };
+    assert!(at(gentle) < at(neutral), "{:?}", r.candidate_ids);
+    let last_event = r
+        .candidate_ids
+        .iter()
+        .rev()
+        .find(|c| c.starts_with("event:"))
+        .unwrap();
+    assert_eq!(last_event, horror, "{:?}", r.candidate_ids);
+    app.cleanup().await;
 }
 
 /// Plants utterances of an old session: the memory at position 1, then enough newer lines

@@ -42,15 +42,17 @@ pub struct RetrievalLimits {
     pub max_selected: usize,
 }
 
-/// What this persona leans towards (seed 001 `PersonaFocusHint`).
+/// What this persona leans towards (seed 001 `PersonaFocusHint`). Recall compares each
+/// term with a candidate's structured keys (annotated entities and threads, a state's
+/// topic, a preference's subject) by subject key, never with its text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PersonaFocusHint {
     /// Topics that raise a candidate's rank: confirmed likes (food, topic) and attention
     /// targets, heaviest first.
     pub topic_bias: Vec<String>,
-    /// Confirmed style likes.
+    /// Confirmed style likes: raise a candidate, less than a topic.
     pub style_bias: Vec<String>,
-    /// Confirmed dislikes.
+    /// Confirmed dislikes: lower a candidate below anything neutral.
     pub avoid_bias: Vec<String>,
 }
 
@@ -161,8 +163,8 @@ pub fn time_hint(text: &str) -> TimeHint {
 /// to `now`).
 pub fn focus_hint(memory: &Memory, now: f64, tau_secs: f64) -> PersonaFocusHint {
     let mut hint = PersonaFocusHint::default();
-    if let Some(interest) = &memory.interest {
-        let mut targets = interest.decayed_targets(now, tau_secs);
+    if let Some(interest) = memory.interest_at(now, tau_secs) {
+        let mut targets = interest.attention_targets;
         targets.sort_by(|a, b| {
             b.weight
                 .total_cmp(&a.weight)

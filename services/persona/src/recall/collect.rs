@@ -1,6 +1,6 @@
 //! Candidate collection (seed 001 B-1): every source queried in parallel, each under its own
-//! timeout (a slow source is skipped and named), then one ranking in which the persona's
-//! topic bias raises a candidate.
+//! timeout (a slow source is skipped and named), then one ranking by the persona's focus
+//! ([`super::rank`]).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,7 +22,7 @@ pub struct Candidate {
     pub source: &'static str,
     /// The text the selection and the reply see.
     pub text: String,
-    /// Rank score (source score plus topic bias).
+    /// Rank score (source score, then the focus's bias).
     pub score: f64,
 }
 
@@ -133,34 +133,25 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
             }
         }
     }
-    out.candidates = rank(
-        merged.into_values().collect(),
-        &plan.focus.topic_bias,
-        plan.limits.max_candidates,
-    );
+    let candidates: Vec<Candidate> = merged.into_values().collect();
+    // The keys the focus ranks by; without them (slow or failed) the sources' order stands.
+    let keys = match tokio::time::timeout(t, super::rank::keys(pool, &candidates)).await {
+        Ok(Ok(keys)) => keys,
+        Ok(Err(e)) => {
+            out.skipped
+                .insert("ranking_keys".into(), format!("failed: {e}"));
+            Default::default()
+        }
+        Err(_) => {
+            out.skipped.insert(
+                "ranking_keys".into(),
+                format!("timed out after {} ms", t.as_millis()),
+            );
+            Default::default()
+        }
+    };
+    out.candidates = super::rank::rank(candidates, &keys, &plan.focus, plan.limits.max_candidates);
     out
-}
-
-/// Adds the topic bias (earlier terms weigh more) and keeps the best `max`, highest score
-/// first (ties by id, so the order is stable).
-pub fn rank(mut candidates: Vec<Candidate>, topic_bias: &[String], max: usize) -> Vec<Candidate> {
-    let terms: Vec<String> = topic_bias
-        .iter()
-        .map(|t| t.to_lowercase())
-        .filter(|t| !t.is_empty())
-        .collect();
-    for c in &mut candidates {
-        let text = c.text.to_lowercase();
-        c.score += terms
-            .iter()
-            .enumerate()
-            .filter(|(_, term)| text.contains(term.as_str()))
-            .map(|(i, _)| 0.5 / (i as f64 + 1.0))
-            .sum::<f64>();
-    }
-    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
-    candidates.truncate(max);
-    candidates
 }
 
 fn event_row(r: &sqlx::postgres::PgRow, score: f64) -> Result<(String, String, f64), sqlx::Error> {

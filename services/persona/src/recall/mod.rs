@@ -3,12 +3,14 @@
 //! the persona's focus, then chosen by the model as this persona (`persona_selection_context`).
 //! The selected memories go into the reply prompt; every recall is a `RecallPerformed` event.
 //!
-//! - [`collect`]: the sources, their timeouts and the ranking;
+//! - [`collect`]: the sources and their timeouts;
+//! - [`rank`]: the ranking by the persona's focus hint, on structured keys;
 //! - [`select`]: the selection's input and the strict reading of its answer;
 //! - [`terms`]: the search terms of a message (what a trigram candidate must contain);
 //! - [`vector`]: the embedding source (lazy vectors in Postgres, cosine in process).
 
 pub mod collect;
+pub mod rank;
 pub mod select;
 pub mod terms;
 pub mod vector;
