@@ -650,3 +650,77 @@ async fn without_a_model_summary_the_transcript_is_kept_whole() {
     assert!(memory.summary.contains("User: [Next: LUMINA] 灯台は何色？"));
     app.cleanup().await;
 }
+
+/// A stage run's memory is its characters' too: a character that spoke in it recalls the
+/// saved summary in a later conversation of its own; a run it did not speak in is not
+/// offered.
+#[tokio::test]
+async fn a_character_recalls_the_stage_runs_it_spoke_in() {
+    let app = spawn(&[
+        ("GHOST_STAGE__AUTO_LOOPS", "1"),
+        ("GHOST_MEMORY__RECALL_ENABLED", "true"),
+    ])
+    .await;
+    let run =
+        |stage: &'static str, who: &'static str, said: &'static str, summary: &'static str| {
+            let app = &app;
+            async move {
+                app.llm
+                    .push_for_model(&model(who), Script::reply(&format!("{said}[Next: NOX]")));
+                app.llm.push_for_model(WORKER_MODEL, Script::reply(summary));
+                let mut ws = connect(app, stage).await;
+                send(
+                    &mut ws,
+                    json!({"type": "user", "text": format!("[Next: {who}] 灯台は何色にする？")}),
+                )
+                .await;
+                frames_until(&mut ws, is_active).await;
+                stage_events(app, stage)
+                    .await
+                    .into_iter()
+                    .find(|e| e.is::<StageMemorySaved>())
+                    .expect("the run's memory")
+            }
+        };
+    let spoke = run(
+        "lighthouse",
+        "kuro",
+        "灯台の色は赤にしよう。",
+        "クロは灯台の色を赤に決めた。",
+    )
+    .await;
+    let absent = run(
+        "other",
+        "LUMINA",
+        "灯台の色は青がいいな。",
+        "ルミナは灯台の色を青に決めた。",
+    )
+    .await;
+
+    app.chat("later", "灯台の色は何色に決めたっけ？").await;
+    let recall =
+        ghost_testkit::testing::eventually(Duration::from_secs(20), "the recall", || async {
+            app.store
+                .read_stream(&ghost_shared::events::persona_stream("kuro"), 0)
+                .await
+                .ok()?
+                .into_iter()
+                .filter_map(|e| e.decode::<ghost_shared::events::RecallPerformed>().ok())
+                .find(|r| r.session_id == "later")
+        })
+        .await;
+    assert!(
+        recall
+            .candidate_ids
+            .contains(&format!("event:{}", spoke.event_id)),
+        "{recall:?}"
+    );
+    assert!(
+        !recall
+            .candidate_ids
+            .contains(&format!("event:{}", absent.event_id)),
+        "a run kuro did not speak in: {recall:?}"
+    );
+    assert!(recall.candidate_counts["stage_memories"] >= 1);
+    app.cleanup().await;
+}

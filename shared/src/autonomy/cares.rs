@@ -33,9 +33,8 @@ impl Cares {
             .filter(|p| p.status == PreferenceStatus::Confirmed)
             .collect();
         let targets = memory
-            .interest
-            .as_ref()
-            .map(|i| i.decayed_targets(now, tau_secs))
+            .interest_at(now, tau_secs)
+            .map(|i| i.attention_targets)
             .unwrap_or_default();
         let shown = json!({
             "confirmed_preferences": confirmed

@@ -90,6 +90,7 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
         preferences,
         about_time,
         vector,
+        stage,
     ) = tokio::join!(
         timed("recent_events", t, recent_events(pool, scope)),
         timed("trigram_events", t, trigram_events(pool, scope, query)),
@@ -98,6 +99,17 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
         timed("preferences", t, preferences(pool, scope)),
         timed("about_time", t, about_time(pool, scope, plan)),
         timed("vector", t, vector_similar(pool, scope, query)),
+        timed(
+            "stage_memories",
+            t,
+            super::stage_memories::similar(
+                pool,
+                scope.persona,
+                query,
+                scope.similarity_threshold,
+                PER_SOURCE
+            )
+        ),
     );
     let mut out = Collected::default();
     let mut merged: BTreeMap<String, Candidate> = BTreeMap::new();
@@ -109,6 +121,7 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
         preferences,
         about_time,
         vector,
+        stage,
     ] {
         if name == "vector" && scope.embedding.is_none() {
             continue;

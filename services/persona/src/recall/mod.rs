@@ -6,12 +6,14 @@
 //! - [`collect`]: the sources and their timeouts;
 //! - [`rank`]: the ranking by the persona's focus hint, on structured keys;
 //! - [`select`]: the selection's input and the strict reading of its answer;
+//! - [`stage_memories`]: the summaries of the stage runs the persona spoke in;
 //! - [`terms`]: the search terms of a message (what a trigram candidate must contain);
 //! - [`vector`]: the embedding source (lazy vectors in Postgres, cosine in process).
 
 pub mod collect;
 pub mod rank;
 pub mod select;
+pub mod stage_memories;
 pub mod terms;
 pub mod vector;
 

@@ -11,7 +11,7 @@ use ghost_shared::affect::MoodState;
 use ghost_shared::autonomy::persona::mood_context;
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::memory::vocab::PreferenceStatus;
-use ghost_shared::memory::{InterestState, Memory};
+use ghost_shared::memory::Memory;
 
 use super::collect::Candidate;
 
@@ -34,10 +34,7 @@ pub fn persona_selection_context(
         .filter(|p| p.status == PreferenceStatus::Confirmed)
         .map(|p| json!({"domain": p.domain, "subject": p.subject, "polarity": p.polarity}))
         .collect();
-    let interest = memory.interest.as_ref().map(|i| InterestState {
-        attention_targets: i.decayed_targets(now, tau_secs),
-        ..i.clone()
-    });
+    let interest = memory.interest_at(now, tau_secs);
     json!({
         "second_person_label": character.second_person_label,
         "persona_text": character.persona_text,
