@@ -162,10 +162,11 @@ async fn later_turns_carry_the_conversation() {
     app.cleanup().await;
 }
 
-/// The history is the newest `persona.history_turns` utterances before the message, however
-/// many routing events each turn stored between them.
+/// Before the session has a short-memory summary, the history is every utterance before
+/// the message (`persona.history_turns` is only the floor: nothing may fall between the
+/// summary and the window), however many routing events each turn stored between them.
 #[tokio::test]
-async fn the_history_is_the_newest_utterances_up_to_history_turns() {
+async fn before_any_summary_the_history_is_every_utterance() {
     let app = TestApp::spawn(&[("GHOST_PERSONA__HISTORY_TURNS", "3")]).await;
     for n in 1..=4 {
         app.reply(Script::reply(&format!("answer {n}")));
@@ -175,7 +176,15 @@ async fn the_history_is_the_newest_utterances_up_to_history_turns() {
     let contents = message_contents(body);
     assert_eq!(
         &contents[1..],
-        ["answer 2", "question 3", "answer 3", "question 4"]
+        [
+            "question 1",
+            "answer 1",
+            "question 2",
+            "answer 2",
+            "question 3",
+            "answer 3",
+            "question 4"
+        ]
     );
     app.cleanup().await;
 }

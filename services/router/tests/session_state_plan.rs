@@ -13,24 +13,36 @@ use ghost_testkit::testing::TestEnv;
 /// Turns in the long session; each stores four events.
 const TURNS: i32 = 400;
 
-/// The state read of the user message at `version` in `stream`, on `tx`.
-async fn state_at(
-    tx: &mut sqlx::PgConnection,
-    stream: &str,
-    version: i32,
-) -> (
+/// The columns of the state read this test checks.
+type State = (
     Option<Vec<String>>,
     Option<serde_json::Value>,
     Option<String>,
     i64,
-) {
-    sqlx::query_as(&state_before_sql())
+);
+
+/// The state read of the user message at `version` in `stream`, on `tx`: the commands,
+/// the previous decision, the summary and the user-message count (the summary's count, the
+/// reroute, the paused work and the check flag are read too, and must be absent here).
+async fn state_at(tx: &mut sqlx::PgConnection, stream: &str, version: i32) -> State {
+    let row: (
+        Option<Vec<String>>,
+        Option<serde_json::Value>,
+        Option<String>,
+        i32,
+        i64,
+        Option<String>,
+        Option<serde_json::Value>,
+        bool,
+    ) = sqlx::query_as(&state_before_sql())
         .bind(stream)
         .bind(version)
         .bind(stream.trim_start_matches("session-"))
         .fetch_one(tx)
         .await
-        .unwrap()
+        .unwrap();
+    assert_eq!((row.3, &row.5, &row.6, row.7), (0, &None, &None, false));
+    (row.0, row.1, row.2, row.4)
 }
 
 /// Stores `turns` turns in `stream`: a user message, its decision and two more events per
