@@ -1,5 +1,5 @@
 //! What routing adds to a reply: the declaration line before it, the short-memory summary
-//! and the notices the persona must convey (kept apart from rendering so that `render.rs`
+//! and the notices the persona must convey (kept apart from rendering so that `render/`
 //! only calls in).
 
 use ghost_shared::events::RenderRequested;

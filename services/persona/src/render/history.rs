@@ -1,0 +1,160 @@
+//! What the reply is written from: the stored outcome if there is one, else the
+//! conversation since the short-memory summary, the user's message (with its image), the
+//! mood capsule and what recall brought, as the model's messages.
+
+use super::*;
+
+impl Renderer {
+    /// The request's outcome if one is stored (one of `outcome_ids`), and else the
+    /// conversation before this turn, oldest first, ending with the user's message.
+    /// The history read also tells whether an outcome is stored (one statement); only when
+    /// one is, or the read cannot tell, is it fetched. The recall (which may call the model
+    /// and records what it did) starts only once no outcome is found; the history and the
+    /// mood are plain reads and start at once.
+    pub(super) async fn messages_unless_done(
+        &self,
+        request: &RenderRequested,
+        cause: &RecordedEvent,
+        outcome_ids: &[Uuid],
+    ) -> Result<Prepared, HandlerError> {
+        let history_turns = self.ctx.config.ghost.persona.history_turns;
+        // Every line since the short-memory summary, at least `history_turns`, at most two
+        // summary periods' worth (a summary far behind must not grow the prompt unbounded).
+        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as usize;
+        let max_lines = (every * 4 + 4).max(history_turns);
+        let read_lines = match request.history_user_messages {
+            Some(_) => max_lines,
+            None => history_turns,
+        };
+        // The history, the mood and the recall do not depend on each other: asked at once.
+        let store = self.ctx.store();
+        let (not_done, proceed) = tokio::sync::oneshot::channel();
+        // Only what the history is made of: a turn's routing events in between would be
+        // payloads read and decoded for nothing (three of every four rows of the tail).
+        let checked_tail = async {
+            let read = store
+                .read_stream_tail_of_types_checking(
+                    &cause.stream,
+                    CONVERSATION_TYPES,
+                    request.user_event_id,
+                    read_lines as i64 + HISTORY_SLACK,
+                    outcome_ids,
+                )
+                .await;
+            let done = match &read {
+                Ok((_, Some(false))) => Ok(None),
+                Ok(_) => store.get_first_of(outcome_ids).await,
+                Err(_) => Ok(None),
+            };
+            let _ = not_done.send(matches!((&read, &done), (Ok(_), Ok(None))));
+            (read, done)
+        };
+        // One mood request: the reply's capsule and recall's selection read the same answer.
+        let mood = self
+            .current_mood()
+            .instrument(info_span!("mood_request"))
+            .boxed()
+            .shared();
+        let recall = async {
+            match proceed.await {
+                Ok(true) => self.recall(request, cause, mood.clone()).await,
+                _ => None,
+            }
+        };
+        let ((tail, done), mood, recalled) = tokio::join!(checked_tail, mood.clone(), recall);
+        let mood = mood.unwrap_or_default();
+        if let Some(done) = done.map_err(HandlerError::transient)? {
+            return Ok(Prepared::Done(done));
+        }
+        let (tail, _) = tail.map_err(HandlerError::transient)?;
+        let mut history: Vec<ChatMessage> = Vec::new();
+        let mut is_user: Vec<bool> = Vec::new();
+        for e in tail
+            .iter()
+            .filter(|e| e.version < cause.version && e.event_id != request.user_event_id)
+        {
+            if let Ok(m) = e.decode::<UserMessageReceived>() {
+                history.push(ChatMessage::user(m.text));
+                is_user.push(true);
+            } else if let Ok(r) = e.decode::<AssistantReplied>() {
+                history.push(ChatMessage::assistant(r.text));
+                is_user.push(false);
+            } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
+                // What the persona said on its own is part of the conversation.
+                history.push(ChatMessage::assistant(m.text));
+                is_user.push(false);
+            }
+        }
+        let skip = window_start(
+            &is_user,
+            request.history_user_messages,
+            history_turns,
+            max_lines,
+        );
+        let system = format!(
+            "{}\n\n{}\n\n{}",
+            self.system_prompt,
+            mood_capsule(&mood),
+            self.trailer_prompt
+        );
+        let mut messages = Vec::with_capacity(history.len() - skip + 3);
+        messages.push(ChatMessage::system(system));
+        messages.extend(recalled.map(ChatMessage::system));
+        messages.extend(routing_notes::summary_message(request));
+        messages.extend(history.into_iter().skip(skip));
+        let mut user = request.user_text.clone();
+        if let Some(result) = &request.work_result {
+            user.push_str("\n\n[task result to convey]\n");
+            user.push_str(&Fence::new().block("TASK_RESULT", &result.to_string()));
+            user.push_str(routing_notes::status_note(request).unwrap_or_default());
+        }
+        user.push_str(routing_notes::notice_note(request).unwrap_or_default());
+        let mut user = ChatMessage::user(user);
+        if let Some(image) = self.image_of(request, &tail).await? {
+            user = user.with_image(image);
+        }
+        messages.push(user);
+        let user_event = tail
+            .iter()
+            .find(|e| e.event_id == request.user_event_id)
+            .cloned();
+        Ok(Prepared::Reply {
+            messages,
+            user_event,
+        })
+    }
+
+    /// The image the user sent with this message, if any (LINE images), read from the
+    /// media store at request time (whichever machine the gateway that stored it runs on).
+    /// The user's message is usually in `tail` (read for the history); only an older one is
+    /// read again.
+    pub(super) async fn image_of(
+        &self,
+        request: &RenderRequested,
+        tail: &[RecordedEvent],
+    ) -> Result<Option<ImagePart>, HandlerError> {
+        let user = match tail.iter().find(|e| e.event_id == request.user_event_id) {
+            Some(e) => Some(e.clone()),
+            None => self
+                .ctx
+                .store()
+                .get(request.user_event_id)
+                .await
+                .map_err(HandlerError::transient)?,
+        };
+        let Some(image) = user
+            .and_then(|e| e.decode::<UserMessageReceived>().ok())
+            .and_then(|m| m.image)
+        else {
+            return Ok(None);
+        };
+        let Some(media_id) = image.media_id else {
+            warn!(message_id = %image.message_id, "image recorded without a media id (before media moved to the database); answering without it");
+            return Ok(None);
+        };
+        let media = MediaStore::new(self.ctx.store().pool().clone());
+        Ok(Some(ImagePart::from_source(Arc::new(
+            media.image(media_id),
+        ))))
+    }
+}
