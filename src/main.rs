@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use ghost::doctor::{self, require_infrastructure, Status};
-use ghost::stack::{projection_by_name, start_stack, ServiceName, PROJECTIONS};
+use ghost::stack::{projection_by_name, projection_names, start_stack, ServiceName};
 use ghost_shared::config::Config;
 use ghost_shared::llm::LlmClient;
 use ghost_shared::projector::ProjectionRunner;
@@ -488,7 +488,7 @@ async fn runner_for(name: &str) -> Result<ProjectionRunner> {
     let Some(projection) = projection_by_name(name, &config) else {
         bail!(
             "unknown projection {name}; known: {}",
-            PROJECTIONS.join(", ")
+            projection_names(&config).join(", ")
         );
     };
     require_infrastructure(&config).await?;

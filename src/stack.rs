@@ -4,9 +4,8 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use ghost_shared::config::Config;
-use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::projector::Projection;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 use ghost_shared::store::WakeFilter;
 
 /// A service `ghost run` can start.
@@ -43,34 +42,43 @@ impl ServiceName {
         ServiceName::Gateway,
     ];
 
+    /// Every service, the embedded model first (the order `ghost up` would start them in,
+    /// when it runs them all).
+    pub const EVERY: [ServiceName; 8] = [
+        ServiceName::Model,
+        ServiceName::Mood,
+        ServiceName::Router,
+        ServiceName::Worker,
+        ServiceName::Coder,
+        ServiceName::Persona,
+        ServiceName::Gateway,
+        ServiceName::WritePlan,
+    ];
+
+    /// How the service describes itself (its crate's `DESCRIPTOR`).
+    pub fn descriptor(self) -> &'static ServiceDescriptor {
+        match self {
+            ServiceName::Gateway => &ghost_gateway::DESCRIPTOR,
+            ServiceName::Router => &ghost_router::DESCRIPTOR,
+            ServiceName::Worker => &ghost_worker::DESCRIPTOR,
+            ServiceName::Persona => &ghost_persona::DESCRIPTOR,
+            ServiceName::Mood => &ghost_mood::DESCRIPTOR,
+            ServiceName::Coder => &ghost_coder::DESCRIPTOR,
+            ServiceName::WritePlan => &ghost_write_plan::DESCRIPTOR,
+            ServiceName::Model => &ghost_model::DESCRIPTOR,
+        }
+    }
+
     /// Its name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ServiceName::Gateway => ghost_gateway::SERVICE,
-            ServiceName::Router => ghost_router::SERVICE,
-            ServiceName::Worker => ghost_worker::SERVICE,
-            ServiceName::Persona => ghost_persona::SERVICE,
-            ServiceName::Mood => ghost_mood::SERVICE,
-            ServiceName::Coder => ghost_coder::SERVICE,
-            ServiceName::WritePlan => ghost_write_plan::SERVICE,
-            ServiceName::Model => ghost_model::SERVICE,
-        }
+        self.descriptor().name
     }
 
     /// How far above `telemetry.metrics_listen`'s port this service's metrics listener sits,
     /// so that `ghost run <service>` processes on one host never want the same port (the
     /// gateway serves `/metrics` on its own HTTP port and needs none).
     pub fn metrics_port_offset(self) -> u16 {
-        match self {
-            ServiceName::Gateway => 0,
-            ServiceName::Router => 1,
-            ServiceName::Worker => 2,
-            ServiceName::Persona => 3,
-            ServiceName::Mood => 4,
-            ServiceName::Coder => 5,
-            ServiceName::WritePlan => 6,
-            ServiceName::Model => 7,
-        }
+        self.descriptor().metrics_port_offset
     }
 
     /// What `ghost up` runs: the embedded model first when the configuration asks for it,
@@ -188,16 +196,7 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
     let mut handles = Vec::new();
     for name in services {
         let sctx = ctx.for_service(name.as_str());
-        let handle = match name {
-            ServiceName::Gateway => ghost_gateway::start(sctx).await,
-            ServiceName::Router => ghost_router::start(sctx).await,
-            ServiceName::Worker => ghost_worker::start(sctx).await,
-            ServiceName::Persona => ghost_persona::start(sctx).await,
-            ServiceName::Mood => ghost_mood::start(sctx).await,
-            ServiceName::Coder => ghost_coder::start(sctx).await,
-            ServiceName::WritePlan => ghost_write_plan::start(sctx).await,
-            ServiceName::Model => ghost_model::start(&ctx.config).await,
-        };
+        let handle = (name.descriptor().start)(sctx).await;
         match handle {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -216,37 +215,32 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
     })
 }
 
+/// Every projection some service keeps, fresh (what `ghost projections rebuild` runs).
+pub fn all_projections(config: &Config) -> Vec<Arc<dyn Projection>> {
+    ServiceName::EVERY
+        .iter()
+        .flat_map(|s| (s.descriptor().projections)(config))
+        .collect()
+}
+
 /// The projection called `name` (`ghost projections rebuild <name>`).
 pub fn projection_by_name(name: &str, config: &Config) -> Option<Arc<dyn Projection>> {
-    match name {
-        AssistantTextProjection::NAME => Some(Arc::new(AssistantTextProjection)),
-        MemoryProjection::NAME => Some(Arc::new(MemoryProjection)),
-        ghost_mood::episodes::NAME => Some(Arc::new(ghost_mood::episodes::MoodEpisodes::new(
-            config.ghost.mood.constants,
-        ))),
-        other => ghost_router::projections()
-            .into_iter()
-            .find(|p| p.name() == other),
-    }
+    all_projections(config)
+        .into_iter()
+        .find(|p| p.name() == name)
+}
+
+/// The names [`projection_by_name`] accepts.
+pub fn projection_names(config: &Config) -> Vec<&'static str> {
+    all_projections(config).iter().map(|p| p.name()).collect()
 }
 
 /// Whether any projection there is wakes on an event type: every runner of the database is
 /// one of this binary's, so an append of a type none wakes on needs no wake-up.
 pub fn any_projection_wakes(config: &Config) -> WakeFilter {
-    let projections: Vec<Arc<dyn Projection>> = PROJECTIONS
-        .iter()
-        .filter_map(|name| projection_by_name(name, config))
-        .collect();
+    let projections = all_projections(config);
     Arc::new(move |event_type: &str| projections.iter().any(|p| p.wakes_on(event_type)))
 }
-
-/// Names accepted by [`projection_by_name`].
-pub const PROJECTIONS: [&str; 4] = [
-    AssistantTextProjection::NAME,
-    MemoryProjection::NAME,
-    ghost_mood::episodes::NAME,
-    ghost_router::projections::RoutingProjection::NAME,
-];
 
 #[cfg(test)]
 mod tests {

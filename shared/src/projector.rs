@@ -187,6 +187,11 @@ impl ProjectionRunner {
         }
     }
 
+    /// The projection's name.
+    pub fn name(&self) -> &'static str {
+        self.projection.name()
+    }
+
     /// Events this runner (and its clones) parked since it was created.
     pub fn parked_total(&self) -> u64 {
         self.parked.load(Ordering::Relaxed)

@@ -9,7 +9,9 @@ use crate::envelope::RecordedEvent;
 use crate::event_log::{run_outbox_relay, EventLog};
 use crate::ids::derive_event_id;
 use crate::llm::{LlmClient, LlmError};
+use crate::projector::{Projection, ProjectionRunner};
 use crate::store::{EventStore, StoreError};
+use futures::future::BoxFuture;
 
 /// Failure to start or run a service.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +33,37 @@ pub enum ServiceError {
     Io(#[from] std::io::Error),
 }
 
+/// What a service is, for whatever runs it (`ghost up`, `ghost run`, `ghost projections`,
+/// the tests): each service crate describes itself once (`DESCRIPTOR`), so its name, its
+/// metrics port and the projections it keeps are read from one place and a projection the
+/// service runs cannot be missing from `ghost projections rebuild`.
+pub struct ServiceDescriptor {
+    /// The service's name (its consumers' durable names start with it).
+    pub name: &'static str,
+    /// How far above `telemetry.metrics_listen`'s port its own metrics listener sits, so
+    /// that processes of different services on one host never want the same port.
+    pub metrics_port_offset: u16,
+    /// The projections it keeps, as fresh instances (what a rebuild runs).
+    pub projections: fn(&Config) -> Vec<Arc<dyn Projection>>,
+    /// Starts it on `ctx`.
+    pub start: fn(ServiceContext) -> BoxFuture<'static, Result<ServiceHandle, ServiceError>>,
+}
+
+impl ServiceDescriptor {
+    /// The names of the projections it keeps.
+    pub fn projection_names(&self, config: &Config) -> Vec<&'static str> {
+        (self.projections)(config)
+            .iter()
+            .map(|p| p.name())
+            .collect()
+    }
+}
+
+/// For a service that keeps no projection.
+pub fn no_projections(_: &Config) -> Vec<Arc<dyn Projection>> {
+    Vec::new()
+}
+
 /// The running tasks of one service: abort them to stop it (as a crash would).
 #[derive(Debug, Default)]
 pub struct ServiceHandle {
@@ -40,6 +73,8 @@ pub struct ServiceHandle {
     pub tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The address it listens on, for HTTP services.
     pub addr: Option<std::net::SocketAddr>,
+    /// The projections it runs (checked against its descriptor's).
+    pub projections: Vec<&'static str>,
 }
 
 impl ServiceHandle {
@@ -49,7 +84,14 @@ impl ServiceHandle {
             service,
             tasks: Vec::new(),
             addr: None,
+            projections: Vec::new(),
         }
+    }
+
+    /// Runs a projection as one of the service's tasks.
+    pub fn run_projection(&mut self, runner: ProjectionRunner) {
+        self.projections.push(runner.name());
+        self.tasks.push(tokio::spawn(runner.run()));
     }
 
     /// Spawns `fut` as one of the service's tasks, logging if it ends with an error.

@@ -24,7 +24,9 @@ use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::routing::Route;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{
+    no_projections, ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle,
+};
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
 
@@ -33,6 +35,14 @@ use usage::CLOUD_USAGE_STEP;
 
 /// This service's name.
 pub const SERVICE: &str = "coder";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 5,
+    projections: no_projections,
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Starts the coder's consumer (needs `llm.coder`).
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {

@@ -55,10 +55,20 @@ use tokio::net::TcpListener;
 
 use ghost_shared::config::Secret;
 use ghost_shared::llm::LlmClient;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{
+    no_projections, ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle,
+};
 
 /// This service's name.
 pub const SERVICE: &str = "gateway";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 0,
+    projections: no_projections,
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Shared by every request.
 #[derive(Clone)]

@@ -33,12 +33,20 @@ pub mod text;
 use std::sync::Arc;
 
 use ghost_shared::config::Config;
-use ghost_shared::service::{ServiceError, ServiceHandle};
+use ghost_shared::service::{no_projections, ServiceDescriptor, ServiceError, ServiceHandle};
 
 pub use engine::{Engine, EngineConfig, EngineError};
 
 /// This service's name.
 pub const SERVICE: &str = "model";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 7,
+    projections: no_projections,
+    start: |ctx| Box::pin(async move { start(&ctx.config).await }),
+};
 
 /// Loads the model of `model:` (path relative to the repository root), warms it up and
 /// serves it on `model.listen`.

@@ -11,12 +11,26 @@ pub mod episodes;
 pub mod mood;
 pub mod service;
 
-use ghost_shared::service::{ServiceContext, ServiceError};
+use std::sync::Arc;
+
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError};
 
 pub use service::start;
 
 /// This service's name.
 pub const SERVICE: &str = "mood";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 4,
+    projections: |config| {
+        vec![Arc::new(episodes::MoodEpisodes::new(
+            config.ghost.mood.constants,
+        ))]
+    },
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Runs the mood service until it fails.
 pub async fn run(ctx: ServiceContext) -> Result<(), ServiceError> {

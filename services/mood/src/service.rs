@@ -309,7 +309,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         p.batch_size,
         Duration::from_millis(p.poll_interval_ms),
     );
-    handle.tasks.push(tokio::spawn(runner.run()));
+    handle.run_projection(runner);
     let max_overrides = ctx.config.ghost.mood.max_overrides;
     let mood = Arc::new(Mood {
         ctx,

@@ -27,12 +27,20 @@ use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::RenderRequested;
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::projector::ProjectionRunner;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 
 pub use render::Renderer;
 
 /// This service's name.
 pub const SERVICE: &str = "persona";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 3,
+    projections: |_| vec![Arc::new(AssistantTextProjection)],
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Starts the renderer, the `assistant_text` projection and the stage loop.
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
@@ -47,7 +55,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         p.batch_size,
         Duration::from_millis(p.poll_interval_ms),
     );
-    handle.tasks.push(tokio::spawn(runner.run()));
+    handle.run_projection(runner);
     handle.spawn(run_consumer(
         ctx.bus().clone(),
         ConsumerSpec::new(SERVICE, RenderRequested::EVENT_TYPE),

@@ -24,7 +24,7 @@ use ghost_shared::events::{
     WorkerFailed,
 };
 use ghost_shared::projector::{Projection, ProjectionRunner};
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 
 pub use flow::Router;
 use projections::RoutingProjection;
@@ -32,6 +32,14 @@ use routing::RoutingConfig;
 
 /// This service's name.
 pub const SERVICE: &str = "router";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 1,
+    projections: |_| projections(),
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Loads `routing.rules_file` (gates, loop limits, dictionary); errors name the rule or key.
 pub fn load_routing_config(ctx: &ServiceContext) -> Result<RoutingConfig, ServiceError> {
@@ -76,7 +84,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             p.batch_size,
             Duration::from_millis(p.poll_interval_ms),
         );
-        handle.tasks.push(tokio::spawn(runner.run()));
+        handle.run_projection(runner);
     }
     for event_type in [
         UserMessageReceived::EVENT_TYPE,

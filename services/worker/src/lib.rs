@@ -28,10 +28,20 @@ use ghost_shared::events::{
     ClassifyRequested, ConfirmationCheckRequested, SummarizeRequested, WorkRequested,
 };
 use ghost_shared::llm::LlmClient;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{
+    no_projections, ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle,
+};
 
 /// This service's name.
 pub const SERVICE: &str = "worker";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 2,
+    projections: no_projections,
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Reads a prompt file of the repository.
 pub(crate) fn prompt(ctx: &ServiceContext, file: &str) -> Result<String, ServiceError> {

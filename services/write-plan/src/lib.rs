@@ -25,10 +25,18 @@ use std::time::Duration;
 use ghost_shared::bus::{run_consumer, ConsumerSpec};
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
-use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 
 /// This service's name.
 pub const SERVICE: &str = "write-plan";
+
+/// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
+pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
+    name: SERVICE,
+    metrics_port_offset: 6,
+    projections: |_| vec![Arc::new(MemoryProjection)],
+    start: |ctx| Box::pin(start(ctx)),
+};
 
 /// Starts the `memory` projection, the utterance consumers (needs `llm.worker` and
 /// `prompts/write_plan.md`) and the deliberation consumers.
@@ -41,7 +49,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         p.batch_size,
         Duration::from_millis(p.poll_interval_ms),
     );
-    handle.tasks.push(tokio::spawn(runner.clone().run()));
+    handle.run_projection(runner.clone());
     let writer = Arc::new(writer::MemoryWriter::new(ctx.clone(), runner));
     let planner = Arc::new(planner::Planner::with_writer(ctx.clone(), writer.clone())?);
     for event_type in planner::CONSUMES {
