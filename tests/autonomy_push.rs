@@ -61,6 +61,7 @@ async fn spawn(search: &FakeSearch, bound: Bound) -> ChannelApp {
                 session_id: session_id.into(),
                 line,
                 slack,
+                telegram: None,
             }];
         },
     )

@@ -18,6 +18,8 @@ pub enum Channel {
     Line,
     /// Slack Events API.
     Slack,
+    /// Telegram Bot API webhook.
+    Telegram,
 }
 
 impl Channel {
@@ -27,6 +29,7 @@ impl Channel {
             Channel::Http => "http",
             Channel::Line => "line",
             Channel::Slack => "slack",
+            Channel::Telegram => "telegram",
         }
     }
 }
@@ -915,6 +918,17 @@ pub enum ReplyTarget {
         channel: String,
         /// The thread's parent message.
         thread_ts: String,
+    },
+    /// Telegram: `sendMessage` to the chat (in its forum topic, quoting the message in groups).
+    Telegram {
+        /// The chat's id.
+        chat_id: i64,
+        /// The forum topic the message was in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_thread_id: Option<i64>,
+        /// The message the reply quotes (in groups, so it is clear whom it answers).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to_message_id: Option<i64>,
     },
 }
 

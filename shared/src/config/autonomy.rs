@@ -1,6 +1,6 @@
 //! `autonomy:`: when the persona deliberates, which conversation its messages belong to,
 //! its prompts, the command-line agent `agent_delegate` runs, and which conversations are
-//! also pushed to LINE or Slack (`autonomy.push`).
+//! also pushed to LINE, Slack or Telegram (`autonomy.push`).
 
 use std::path::PathBuf;
 
@@ -27,8 +27,8 @@ pub struct AutonomySettings {
     pub max_focus_items: usize,
     /// The command-line agent of `agent_delegate`; none = that capability fails.
     pub cli_agent: Option<CliAgentSettings>,
-    /// Conversations bound to LINE and/or Slack: their `chat`/`notify` messages are pushed
-    /// there too, once each.
+    /// Conversations bound to LINE, Slack and/or Telegram: their `chat`/`notify` messages
+    /// are pushed there too, once each.
     pub push: Vec<PushBinding>,
 }
 
@@ -47,7 +47,8 @@ impl Default for AutonomySettings {
     }
 }
 
-/// `autonomy.push[]`: one conversation bound to a LINE chat, a Slack channel, or both.
+/// `autonomy.push[]`: one conversation bound to a LINE chat, a Slack channel, a Telegram chat,
+/// or several.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PushBinding {
@@ -59,6 +60,9 @@ pub struct PushBinding {
     /// Posted in this Slack channel (and thread).
     #[serde(default)]
     pub slack: Option<SlackPushTarget>,
+    /// Sent to this Telegram chat (and forum topic).
+    #[serde(default)]
+    pub telegram: Option<TelegramPushTarget>,
 }
 
 /// `autonomy.push[].line`.
@@ -78,6 +82,17 @@ pub struct SlackPushTarget {
     /// Post in this thread instead of the channel itself.
     #[serde(default)]
     pub thread_ts: Option<String>,
+}
+
+/// `autonomy.push[].telegram`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramPushTarget {
+    /// The chat's id (`sendMessage`'s `chat_id`).
+    pub chat_id: i64,
+    /// Send in this forum topic instead of the chat's general one.
+    #[serde(default)]
+    pub message_thread_id: Option<i64>,
 }
 
 /// `autonomy.cli_agent`: a program run with arguments in a directory, the task on stdin.
@@ -130,6 +145,12 @@ impl AutonomySettings {
                     "GHOST_SLACK_BOT_TOKEN is not set",
                 ));
             }
+            if b.telegram.is_some() && secrets.telegram_bot_token.is_none() {
+                return Err(ConfigError::invalid(
+                    format!("autonomy.push[{i}].telegram"),
+                    "GHOST_TELEGRAM_BOT_TOKEN is not set",
+                ));
+            }
         }
         Ok(())
     }
@@ -147,10 +168,10 @@ impl AutonomySettings {
                     format!("{} is bound twice", b.session_id),
                 ));
             }
-            if b.line.is_none() && b.slack.is_none() {
+            if b.line.is_none() && b.slack.is_none() && b.telegram.is_none() {
                 return Err(ConfigError::invalid(
                     format!("autonomy.push[{i}]"),
-                    "binds no platform (give line, slack or both)",
+                    "binds no platform (give line, slack, telegram or several)",
                 ));
             }
             if b.line.as_ref().is_some_and(|l| blank(&l.to)) {

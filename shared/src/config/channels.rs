@@ -1,5 +1,6 @@
-//! `line:`, `slack:` and `media:`: platform endpoints, limits and the media store of the
-//! chat channels. Secrets (channel secret, tokens) are not here: they come from the environment.
+//! `line:`, `slack:`, `telegram:` and `media:`: platform endpoints, limits and the media store
+//! of the chat channels. Secrets (channel secret, tokens) are not here: they come from the
+//! environment.
 
 use serde::Deserialize;
 
@@ -92,6 +93,60 @@ impl Default for SlackSettings {
             request_timeout_secs: 10,
             failure_reply: "Sorry, I could not answer that just now.".into(),
         }
+    }
+}
+
+/// `telegram:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelegramSettings {
+    /// Bot API base URL (`{api_base}/bot<token>/sendMessage`, files under
+    /// `{api_base}/file/bot<token>/`): the bot token is only ever sent here.
+    pub api_base: String,
+    /// Our bot's username (without `@`): `/command@<it>` and `@<it>` mentions are removed
+    /// from the text, so `/local@bot` in a group is `/local`. None: nothing is removed.
+    pub bot_username: Option<String>,
+    /// Longest text message, in UTF-16 units (Telegram allows 4096).
+    pub max_chars_per_message: usize,
+    /// `sendMessage` calls per message part, the first included.
+    pub max_attempts: u32,
+    /// Wait after a 429 that names no `retry_after`.
+    pub retry_default_delay_ms: u64,
+    /// A longer `retry_after` than this makes delivery give up.
+    pub max_retry_after_secs: u64,
+    /// Per-request timeout of Bot API calls.
+    pub request_timeout_secs: u64,
+    /// Sent when the persona could not answer; empty sends nothing.
+    pub failure_reply: String,
+}
+
+impl Default for TelegramSettings {
+    fn default() -> Self {
+        Self {
+            api_base: "https://api.telegram.org".into(),
+            bot_username: None,
+            max_chars_per_message: 4096,
+            max_attempts: 4,
+            retry_default_delay_ms: 1000,
+            max_retry_after_secs: 120,
+            request_timeout_secs: 10,
+            failure_reply: "Sorry, I could not answer that just now.".into(),
+        }
+    }
+}
+
+impl TelegramSettings {
+    /// Range checks.
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        http_url("telegram.api_base", &self.api_base)?;
+        if !(1..=4096).contains(&self.max_chars_per_message) {
+            return Err(ConfigError::invalid(
+                "telegram.max_chars_per_message",
+                "must be between 1 and 4096",
+            ));
+        }
+        positive("telegram.max_attempts", self.max_attempts.into())?;
+        positive("telegram.request_timeout_secs", self.request_timeout_secs)
     }
 }
 

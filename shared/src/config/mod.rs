@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 pub use autonomy::{
     AutonomySettings, CliAgentSettings, LinePushTarget, PushBinding, SlackPushTarget,
+    TelegramPushTarget,
 };
-pub use channels::{LineSettings, MediaSettings, SlackSettings};
+pub use channels::{LineSettings, MediaSettings, SlackSettings, TelegramSettings};
 pub use coder::{CoderSettings, MIN_DAILY_TOKEN_CAP};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;

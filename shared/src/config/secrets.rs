@@ -45,16 +45,23 @@ pub struct Secrets {
     pub slack_bot_token: Option<Secret>,
     /// `GHOST_CLOUD_API_KEY`: the cloud coder's API key.
     pub cloud_api_key: Option<Secret>,
+    /// `GHOST_TELEGRAM_BOT_TOKEN`: the Bot API token (it is part of every Bot API URL).
+    pub telegram_bot_token: Option<Secret>,
+    /// `GHOST_TELEGRAM_SECRET_TOKEN`: `setWebhook`'s `secret_token`, which Telegram sends
+    /// back in `X-Telegram-Bot-Api-Secret-Token`.
+    pub telegram_secret_token: Option<Secret>,
 }
 
 /// The environment variables that hold secrets.
-pub const SECRET_ENV: [&str; 6] = [
+pub const SECRET_ENV: [&str; 8] = [
     "GHOST_API_TOKEN",
     "GHOST_LINE_CHANNEL_SECRET",
     "GHOST_LINE_CHANNEL_ACCESS_TOKEN",
     "GHOST_SLACK_SIGNING_SECRET",
     "GHOST_SLACK_BOT_TOKEN",
     "GHOST_CLOUD_API_KEY",
+    "GHOST_TELEGRAM_BOT_TOKEN",
+    "GHOST_TELEGRAM_SECRET_TOKEN",
 ];
 
 impl Secrets {
@@ -73,6 +80,8 @@ impl Secrets {
             slack_signing_secret: get(SECRET_ENV[3]),
             slack_bot_token: get(SECRET_ENV[4]),
             cloud_api_key: get(SECRET_ENV[5]),
+            telegram_bot_token: get(SECRET_ENV[6]),
+            telegram_secret_token: get(SECRET_ENV[7]),
         }
     }
 }

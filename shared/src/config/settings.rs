@@ -33,6 +33,8 @@ pub struct GhostSettings {
     pub line: super::channels::LineSettings,
     /// Slack Events and Web API.
     pub slack: super::channels::SlackSettings,
+    /// Telegram Bot API.
+    pub telegram: super::channels::TelegramSettings,
     /// Media (images users send), kept in the database.
     pub media: super::channels::MediaSettings,
     /// The multi-character stage.
@@ -452,6 +454,7 @@ impl GhostSettings {
             ));
         }
         super::channels::validate(&self.line, &self.slack, &self.media)?;
+        self.telegram.validate()?;
         Ok(())
     }
 }
@@ -611,10 +614,10 @@ impl RoutingSettings {
     /// Known channels and modes only; positive lengths.
     pub fn validate(&self) -> Result<(), ConfigError> {
         for (channel, mode) in &self.entry_modes {
-            if !matches!(channel.as_str(), "http" | "line" | "slack") {
+            if !matches!(channel.as_str(), "http" | "line" | "slack" | "telegram") {
                 return Err(ConfigError::invalid(
                     format!("routing.entry_modes.{channel}"),
-                    "unknown channel (expected http, line or slack)",
+                    "unknown channel (expected http, line, slack or telegram)",
                 ));
             }
             if !matches!(mode.as_str(), "router" | "kuro") {

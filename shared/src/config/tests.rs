@@ -338,3 +338,66 @@ fn the_coder_cap_has_a_default_an_override_and_a_range() {
         .to_string();
     assert!(err.contains("daily_tokens"), "{err}");
 }
+
+#[test]
+fn telegram_has_defaults_secrets_from_the_environment_and_checked_ranges() {
+    const TOKENS: [(&str, &str); 2] = [
+        ("GHOST_TELEGRAM_BOT_TOKEN", "123:abc-secret"),
+        ("GHOST_TELEGRAM_SECRET_TOKEN", "hook-secret"),
+    ];
+    let c = load(GHOST, &TOKENS).unwrap();
+    assert_eq!(c.ghost.telegram.api_base, "https://api.telegram.org");
+    assert_eq!(c.ghost.telegram.max_chars_per_message, 4096);
+    let s = &c.secrets;
+    assert_eq!(
+        s.telegram_bot_token.as_ref().unwrap().expose(),
+        "123:abc-secret"
+    );
+    assert_eq!(
+        s.telegram_secret_token.as_ref().unwrap().expose(),
+        "hook-secret"
+    );
+    let printed = format!("{c:?}");
+    assert!(
+        !printed.contains("abc-secret") && !printed.contains("hook-secret"),
+        "{printed}"
+    );
+    for (var, value, key) in [
+        ("GHOST_TELEGRAM__API_BASE", "ftp://x", "telegram.api_base"),
+        (
+            "GHOST_TELEGRAM__MAX_CHARS_PER_MESSAGE",
+            "4097",
+            "telegram.max_chars_per_message",
+        ),
+        ("GHOST_TELEGRAM__MAX_ATTEMPTS", "0", "telegram.max_attempts"),
+    ] {
+        let err = load(GHOST, &[(var, value)]).unwrap_err().to_string();
+        assert!(err.contains(key), "{var}: {err}");
+    }
+    let mut entry = crate::config::RoutingSettings::default();
+    entry.entry_modes.insert("telegram".into(), "kuro".into());
+    assert!(entry.validate().is_ok());
+    // A conversation bound to a Telegram chat pushes there; without the bot token it never
+    // could, and is refused at load.
+    let bound = format!(
+        "{GHOST}autonomy:\n  push:\n    - {{session_id: console, telegram: {{chat_id: -100123, message_thread_id: 7}}}}\n"
+    );
+    let c = load(&bound, &TOKENS).unwrap();
+    let target = c
+        .ghost
+        .autonomy
+        .push_binding("console")
+        .unwrap()
+        .telegram
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (target.chat_id, target.message_thread_id),
+        (-100123, Some(7))
+    );
+    let err = load(&bound, &TOKENS[1..]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("autonomy.push[0].telegram") && err.contains("GHOST_TELEGRAM_BOT_TOKEN"),
+        "{err}"
+    );
+}
