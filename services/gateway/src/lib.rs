@@ -17,16 +17,21 @@
 //!   405; [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors; [`extract`]: axum's
 //!   query, path and WebSocket extractors refusing in that JSON;
 //! - [`server`]: the HTTP server loop (connection cap, header, body and idle timeouts, 408);
-//! - [`webhooks`]: the HTTP handlers of `POST /webhooks/line` and `POST /webhooks/slack`
-//!   (signed, deduplicated);
-//! - [`deliver`]: the consumer that sends LINE and Slack replies, each at most once;
-//!   [`media`]: LINE images into the media table, and its sweeper;
-//! - [`line`] / [`slack`]: each platform's protocol as pure functions — wire types
-//!   (`line::wire`, `slack::wire`), signatures, turn classification, reply shaping and
-//!   retry policies — used by the handlers and by delivery.
+//! - [`channel`]: what a messaging platform is ([`channel::Platform`]: verify and read a
+//!   webhook, deliver a reply once, push, fetch an image) and the list of them
+//!   ([`channel::Platforms`]);
+//! - [`webhooks`]: `POST /webhooks/<platform>`, one handler for every platform (checked,
+//!   deduplicated);
+//! - [`deliver`]: the consumer that sends platform replies, each at most once, in order,
+//!   and pushes autonomy messages; [`media`]: platform images into the media table, and
+//!   its sweeper;
+//! - [`line`] / [`slack`]: one module per platform — its protocol as pure functions (wire
+//!   types, signatures, turn classification, reply shaping, retry policies) and its
+//!   [`channel::Platform`] (`Line`, `Slack`).
 
 pub mod auth;
 pub mod autonomy;
+pub mod channel;
 pub mod chat;
 pub mod console;
 pub mod conversations;
@@ -79,8 +84,8 @@ pub struct AppState {
     pub api_token: Secret,
     /// The persona's model, probed by `/healthz`.
     pub llm: LlmClient,
-    /// Our Slack bot's user id (configured or learned from `auth.test`).
-    pub slack_bot: slack::BotIdentity,
+    /// The messaging platforms (LINE, Slack), for their webhooks.
+    pub platforms: channel::Platforms,
     /// Every configured model role's client, probed by `/healthz`.
     pub health_models: std::sync::Arc<Vec<(String, LlmClient)>>,
     /// Webhooks' appends, many webhooks per transaction (group commit).
@@ -100,13 +105,13 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let llm = ctx.llm("persona")?;
     let listener = TcpListener::bind(&ctx.config.ghost.gateway.listen).await?;
     let mut handle = ServiceHandle::new(SERVICE);
-    metrics::register();
+    let platforms = channel::Platforms::start(&ctx).await;
+    metrics::register(&platforms);
     handle.addr = Some(listener.local_addr()?);
-    deliver::spawn(ctx.clone(), &mut handle)
+    deliver::spawn(ctx.clone(), platforms.clone(), &mut handle)
         .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;
-    media::spawn(ctx.clone(), &mut handle)?;
+    media::spawn(ctx.clone(), platforms.clone(), &mut handle)?;
     let ctx_limits = ctx.config.ghost.gateway.clone();
-    let slack_bot = slack_identity(&ctx).await;
     let health_models = std::sync::Arc::new(health::model_clients(&ctx.config));
     let webhook_appends = ghost_shared::event_log::GroupAppender::spawn(
         ctx.log.clone(),
@@ -117,7 +122,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx,
         api_token,
         llm,
-        slack_bot,
+        platforms,
         health_models,
         webhook_appends,
     });
@@ -129,25 +134,6 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     };
     handle.spawn(server::serve(listener, app, limits));
     Ok(handle)
-}
-
-/// Our Slack bot's user id: configured, else asked of `auth.test` when Slack is set up.
-async fn slack_identity(ctx: &ServiceContext) -> slack::BotIdentity {
-    let settings = &ctx.config.ghost.slack;
-    if let Some(id) = settings.bot_user_id.as_deref().filter(|id| !id.is_empty()) {
-        return slack::BotIdentity::known(id);
-    }
-    let identity = slack::BotIdentity::default();
-    if let Some(token) = &ctx.config.secrets.slack_bot_token {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(settings.request_timeout_secs))
-            .build()
-            .unwrap_or_default();
-        identity
-            .learn_or_retry(http, settings.api_base.clone(), token.expose().to_owned())
-            .await;
-    }
-    identity
 }
 
 /// Runs the gateway until it fails.

@@ -1,4 +1,5 @@
-//! Media: LINE and Slack image content is downloaded after the webhook was answered (at most
+//! Media: a platform's image (LINE, Slack, Telegram: whatever its
+//! [`Platform::image_request`] asks for) is downloaded after the webhook was answered (at most
 //! `media.max_image_bytes`, counted while it streams in), stored in the database's media
 //! table (so the persona reaches it from any machine), kept for `media.retention_secs`
 //! (seed 002: not deleted right after use, so a slow or retried model call still finds it),
@@ -11,114 +12,60 @@ use futures::StreamExt;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{
-    Channel, ImageAttachment, LineImageReceived, SlackImageReceived, UserMessageReceived,
-};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
+use ghost_shared::events::{ImageAttachment, UserMessageReceived};
 use ghost_shared::media::MediaStore;
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
+
+use crate::channel::{ImageReceived, Platform, Platforms};
 
 /// Text of a user message that is only an image (the model sees the image itself).
 pub const IMAGE_TEXT: &str = "[image]";
 /// Text when the image could not be fetched: the persona still answers.
 pub const IMAGE_FAILED_TEXT: &str = "[image that could not be downloaded]";
 
-/// Downloads LINE and Slack images into the media store and then appends the turn's
+/// Downloads platform images into the media store and then appends the turn's
 /// `UserMessageReceived`.
 pub struct ImageFetcher {
     ctx: ServiceContext,
     http: reqwest::Client,
     media: MediaStore,
-}
-
-/// An image announced by a platform, waiting for its download.
-enum Incoming {
-    Line(LineImageReceived),
-    Slack(SlackImageReceived),
-}
-
-impl Incoming {
-    fn of(event: &RecordedEvent) -> Result<Self, HandlerError> {
-        if event.is::<SlackImageReceived>() {
-            return event
-                .decode()
-                .map(Incoming::Slack)
-                .map_err(HandlerError::permanent);
-        }
-        event
-            .decode()
-            .map(Incoming::Line)
-            .map_err(HandlerError::permanent)
-    }
-
-    /// The platform's id of the image (LINE message id, Slack file id).
-    fn content_id(&self) -> &str {
-        match self {
-            Incoming::Line(i) => &i.message_id,
-            Incoming::Slack(i) => &i.file_id,
-        }
-    }
+    platforms: Platforms,
 }
 
 impl ImageFetcher {
-    /// The download request of an image, with its platform's credentials.
-    fn request(&self, image: &Incoming) -> Result<reqwest::RequestBuilder, HandlerError> {
-        let secrets = &self.ctx.config.secrets;
-        match image {
-            Incoming::Line(image) => {
-                let s = &self.ctx.config.ghost.line;
-                let req = match &image.external_url {
-                    Some(url) => self.http.get(url),
-                    None => {
-                        let Some(token) = &secrets.line_channel_access_token else {
-                            return Err(HandlerError::permanent(
-                                "GHOST_LINE_CHANNEL_ACCESS_TOKEN is not set",
-                            ));
-                        };
-                        self.http
-                            .get(format!(
-                                "{}/v2/bot/message/{}/content",
-                                s.data_api_base.trim_end_matches('/'),
-                                image.message_id
-                            ))
-                            .bearer_auth(token.expose())
-                    }
-                };
-                Ok(req.timeout(Duration::from_secs(s.request_timeout_secs.max(30))))
-            }
-            Incoming::Slack(image) => {
-                let s = &self.ctx.config.ghost.slack;
-                // The bot token goes only to Slack's file host, whatever a body claims.
-                if !image.url.starts_with(&s.files_base) {
-                    return Err(HandlerError::permanent(format!(
-                        "file URL is outside slack.files_base ({}); not fetched",
-                        s.files_base
-                    )));
-                }
-                let Some(token) = &secrets.slack_bot_token else {
-                    return Err(HandlerError::permanent("GHOST_SLACK_BOT_TOKEN is not set"));
-                };
-                Ok(self
-                    .http
-                    .get(&image.url)
-                    .bearer_auth(token.expose())
-                    .timeout(Duration::from_secs(s.request_timeout_secs.max(30))))
+    /// The image `event` announces, and the platform it came from.
+    fn pending(
+        &self,
+        event: &RecordedEvent,
+    ) -> Result<(&dyn Platform, ImageReceived), HandlerError> {
+        for platform in self.platforms.iter() {
+            match platform.image_events().read(event).transpose()? {
+                Some(image) if image.channel == platform.channel() => return Ok((platform, image)),
+                _ => {}
             }
         }
+        Err(HandlerError::permanent(format!(
+            "{} announces no image of a known platform",
+            event.event_type
+        )))
     }
 
     /// Downloads the image into the media store under `media_id`.
     async fn download(
         &self,
-        image: &Incoming,
+        platform: &dyn Platform,
+        image: &ImageReceived,
         media_id: uuid::Uuid,
     ) -> Result<ImageAttachment, HandlerError> {
-        let r = self
-            .request(image)?
+        let r = platform
+            .image_request(&self.http, image)
+            .await?
             .send()
             .await
-            .map_err(HandlerError::transient)?;
+            // Without its URL: a platform's URL may hold its token (Telegram's do).
+            .map_err(|e| HandlerError::transient(e.without_url()))?;
         let status = r.status();
         if status.is_client_error() && status.as_u16() != 429 {
             return Err(HandlerError::permanent(format!(
@@ -130,15 +77,15 @@ impl ImageFetcher {
                 "image content answered {status}"
             )));
         }
+        // What the download says, unless it says nothing useful: then what the platform's
+        // event named (Slack's `mimetype`; Telegram serves photos as octet-stream).
         let content_type = r
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(|v| v.split(';').next().unwrap_or(v).trim().to_owned())
-            .or_else(|| match image {
-                Incoming::Slack(i) => Some(i.mimetype.clone()),
-                Incoming::Line(_) => None,
-            });
+            .filter(|v| v != "application/octet-stream" || image.mimetype.is_none())
+            .or_else(|| image.mimetype.clone());
         let bytes = read_capped(r, self.ctx.config.ghost.media.max_image_bytes).await?;
         self.media
             .put(media_id, content_type.as_deref(), &bytes)
@@ -146,7 +93,7 @@ impl ImageFetcher {
             .map_err(HandlerError::transient)?;
         info!(%media_id, bytes = bytes.len(), "image stored in the media table");
         Ok(ImageAttachment {
-            message_id: image.content_id().to_owned(),
+            message_id: image.content_id.clone(),
             media_id: Some(media_id),
             content_type,
         })
@@ -155,7 +102,7 @@ impl ImageFetcher {
     async fn append_message(
         &self,
         event: &RecordedEvent,
-        image: Incoming,
+        image: ImageReceived,
         attachment: Option<ImageAttachment>,
     ) -> Result<(), HandlerError> {
         let placeholder = if attachment.is_some() {
@@ -163,29 +110,18 @@ impl ImageFetcher {
         } else {
             IMAGE_FAILED_TEXT
         };
-        let message = match image {
-            Incoming::Line(image) => UserMessageReceived {
-                session_id: image.session_id,
-                channel: Channel::Line,
-                speaker: image.speaker,
-                text: placeholder.into(),
-                external_id: Some(image.webhook_event_id),
-                reply_to: Some(image.reply_to),
-                image: attachment,
+        let message = UserMessageReceived {
+            session_id: image.session_id,
+            channel: image.channel,
+            speaker: image.speaker,
+            text: match (image.text.trim(), &attachment) {
+                ("", _) => placeholder.to_owned(),
+                (text, Some(_)) => text.to_owned(),
+                (text, None) => format!("{text}\n{placeholder}"),
             },
-            Incoming::Slack(image) => UserMessageReceived {
-                session_id: image.session_id,
-                channel: Channel::Slack,
-                speaker: image.speaker,
-                text: match (image.text.trim(), &attachment) {
-                    ("", _) => placeholder.to_owned(),
-                    (text, Some(_)) => text.to_owned(),
-                    (text, None) => format!("{text}\n{placeholder}"),
-                },
-                external_id: Some(image.external_id),
-                reply_to: Some(image.reply_to),
-                image: attachment,
-            },
+            external_id: Some(image.external_id),
+            reply_to: Some(image.reply_to),
+            image: attachment,
         };
         let e = NewEvent::caused_by(event, STEP, &message, self.ctx.service)
             .map_err(HandlerError::permanent)?;
@@ -196,7 +132,7 @@ impl ImageFetcher {
             .await
             .map_err(HandlerError::transient)?;
         if !outcome.duplicate {
-            ghost_shared::metrics::turn_started(Channel::Line.as_str());
+            ghost_shared::metrics::turn_started(image.channel.as_str());
         }
         Ok(())
     }
@@ -221,7 +157,8 @@ async fn read_capped(response: reqwest::Response, max: u64) -> Result<Vec<u8>, H
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(HandlerError::transient)?;
+        // Without its URL: a platform's URL may hold its token (Telegram's file URLs do).
+        let chunk = chunk.map_err(|e| HandlerError::transient(e.without_url()))?;
         if (body.len() + chunk.len()) as u64 > max {
             return Err(too_big());
         }
@@ -233,18 +170,18 @@ async fn read_capped(response: reqwest::Response, max: u64) -> Result<Vec<u8>, H
 #[async_trait::async_trait]
 impl EventHandler for ImageFetcher {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        let image = Incoming::of(&event)?;
+        let (platform, image) = self.pending(&event)?;
         if self.ctx.outcome_stored(&event, &[STEP]).await? {
             return Ok(());
         }
         let media_id = ghost_shared::ids::derive_event_id(event.event_id, MEDIA_STEP);
-        let attachment = self.download(&image, media_id).await?;
+        let attachment = self.download(platform, &image, media_id).await?;
         self.append_message(&event, image, Some(attachment)).await
     }
 
     async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
         let Some(event) = event else { return };
-        let Ok(image) = Incoming::of(event) else {
+        let Ok((_, image)) = self.pending(event) else {
             return;
         };
         warn!(%reason, "image could not be downloaded; answering without it");
@@ -254,9 +191,21 @@ impl EventHandler for ImageFetcher {
     }
 }
 
-/// Starts the image fetcher consumer and the media sweeper.
-pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> std::io::Result<()> {
+/// Starts the image fetcher consumers (one per image event type the platforms announce
+/// with) and the media sweeper.
+pub fn spawn(
+    ctx: ServiceContext,
+    platforms: Platforms,
+    handle: &mut ServiceHandle,
+) -> std::io::Result<()> {
     let media = MediaStore::new(ctx.store().pool().clone());
+    let mut event_types: Vec<&'static str> = Vec::new();
+    for platform in platforms.iter() {
+        let event_type = platform.image_events().event_type;
+        if !event_types.contains(&event_type) {
+            event_types.push(event_type);
+        }
+    }
     let fetcher = Arc::new(ImageFetcher {
         http: reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
@@ -264,11 +213,9 @@ pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> std::io::Result
             .map_err(std::io::Error::other)?,
         media: media.clone(),
         ctx: ctx.clone(),
+        platforms,
     });
-    for event_type in [
-        LineImageReceived::EVENT_TYPE,
-        SlackImageReceived::EVENT_TYPE,
-    ] {
+    for event_type in event_types {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
             ConsumerSpec::new(ctx.service, event_type),

@@ -7,7 +7,7 @@
 //! (with axum's `Allow` header).
 
 use axum::http::{Method, Uri};
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::from_fn_with_state;
 use axum::routing::MethodRouter;
 use axum::Router;
 
@@ -63,8 +63,9 @@ pub const ROUTES: &[Route] = &[
     route!("/console/", Open, get(console::index)),
     route!("/console/console.js", Open, get(console::script)),
     route!("/console/console.css", Open, get(console::style)),
-    route!("/webhooks/line", Webhook, post(webhooks::line::webhook)),
-    route!("/webhooks/slack", Webhook, post(webhooks::slack::events)),
+    // One handler for every platform: the path names it ([`crate::channel::Platforms`]).
+    route!("/webhooks/line", Webhook, post(webhooks::receive)),
+    route!("/webhooks/slack", Webhook, post(webhooks::receive)),
     // Checks its own token: the header, or `?token=` (browser WebSockets).
     route!("/api/events", Open, get(autonomy::events)),
     route!("/api/chat", Bearer, post(chat::chat)),
@@ -102,7 +103,9 @@ pub fn router(state: AppState) -> Router {
                 state.clone(),
                 crate::auth::require_bearer,
             )),
-            Access::Webhook => endpoint.layer(from_fn(metrics::count_webhooks)),
+            Access::Webhook => {
+                endpoint.layer(from_fn_with_state(state.clone(), metrics::count_webhooks))
+            }
         };
         router = router.route(route.path, endpoint);
     }

@@ -1,28 +1,36 @@
 //! Autonomy messages to bound conversations (issue 13, item 6): a consumer of
 //! `AutonomyMessageRendered` that pushes a `chat`/`notify` message of a conversation bound in
-//! `autonomy.push` to its LINE chat and/or Slack channel, once per platform, through the
-//! reply delivery's own LINE and Slack code (so the same retry keys, attempt markers and
-//! retry policies apply).
+//! `autonomy.push` to each platform it binds (its LINE chat, Slack channel, Telegram chat),
+//! once per platform, through the platform's own delivery
+//! ([`Platform::deliver`](crate::channel::Platform::deliver) to its
+//! [`push_target`](crate::channel::Platform::push_target)), so the same retry keys, attempt
+//! markers and retry policies apply as to replies.
 //!
 //! Each platform's outcome (`AutonomyMessagePushed` or `AutonomyPushFailed`) has one id
-//! derived from the message event and the platform: a stored outcome means done, so a
-//! redelivered message or a restarted gateway never pushes again, and a failure is recorded
-//! once and not retried for ever.
+//! derived from the message event and the platform (step `autonomy.push.<platform>`): a
+//! stored outcome means done, so a redelivered message or a restarted gateway never pushes
+//! again, and a failure is recorded once and not retried for ever.
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use tracing::{info, warn};
 
 use ghost_shared::autonomy::events::{
-    steps, AutonomyMessagePushed, AutonomyMessageRendered, AutonomyPushFailed,
+    AutonomyMessagePushed, AutonomyMessageRendered, AutonomyPushFailed,
 };
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{Channel, ReplyTarget};
+use ghost_shared::events::Channel;
 use ghost_shared::store::ExpectedVersion;
 
-use super::{line, slack, Deliverer, DeliveryOutcome};
+use super::{Deliverer, DeliveryOutcome};
+use crate::channel::Platform;
+
+/// The step a push outcome's id derives from: `autonomy.push.line` and
+/// `autonomy.push.slack` as before (`steps::PUSHED_LINE`, `steps::PUSHED_SLACK`).
+fn push_step(platform: Channel) -> String {
+    format!("autonomy.push.{}", platform.as_str())
+}
 
 /// The event type this handler consumes.
 pub const CONSUMES: &str = AutonomyMessageRendered::EVENT_TYPE;
@@ -38,12 +46,13 @@ impl AutonomyPusher {
         Self { deliverer }
     }
 
-    /// Pushes to one platform unless its outcome is already stored, then stores it.
+    /// Pushes to one platform, if the conversation is bound to it, unless its outcome is
+    /// already stored; then stores it.
     async fn push_once(
         &self,
         cause: &RecordedEvent,
         message: &AutonomyMessageRendered,
-        platform: Channel,
+        platform: &dyn Platform,
         text: &str,
     ) -> Result<(), HandlerError> {
         let d = &self.deliverer;
@@ -53,46 +62,17 @@ impl AutonomyPusher {
             .ghost
             .autonomy
             .push_binding(&message.session_id);
-        let (step, outcome) = match platform {
-            Channel::Line => {
-                let Some(target) = binding.and_then(|b| b.line.as_ref()) else {
-                    return Ok(());
-                };
-                if d.ctx.outcome_stored(cause, &[steps::PUSHED_LINE]).await? {
-                    return Ok(());
-                }
-                // No reply token: every batch is a push keyed by the message event.
-                let push_only = ReplyTarget::Line {
-                    reply_token: None,
-                    received_at: Utc::now(),
-                    push_to: target.to.clone(),
-                    is_redelivery: false,
-                };
-                let outcome =
-                    line::deliver(d, cause, &message.session_id, text, Some(&push_only)).await?;
-                (steps::PUSHED_LINE, outcome)
-            }
-            Channel::Slack => {
-                let Some(target) = binding.and_then(|b| b.slack.as_ref()) else {
-                    return Ok(());
-                };
-                if d.ctx.outcome_stored(cause, &[steps::PUSHED_SLACK]).await? {
-                    return Ok(());
-                }
-                let outcome = slack::deliver(
-                    d,
-                    cause,
-                    &message.session_id,
-                    &target.channel,
-                    target.thread_ts.as_deref(),
-                    text,
-                )
-                .await?;
-                (steps::PUSHED_SLACK, outcome)
-            }
-            Channel::Http => return Ok(()),
+        let Some(target) = binding.and_then(|b| platform.push_target(b)) else {
+            return Ok(());
         };
-        self.record(cause, message, platform, step, outcome).await
+        let step = push_step(platform.channel());
+        if d.ctx.outcome_stored(cause, &[step.as_str()]).await? {
+            return Ok(());
+        }
+        let out = d.outbound(cause, &message.session_id);
+        let outcome = platform.deliver(&out, &target, text).await?;
+        self.record(cause, message, platform.channel(), &step, outcome)
+            .await
     }
 
     async fn record(
@@ -157,9 +137,22 @@ impl EventHandler for AutonomyPusher {
         if text.is_empty() {
             return Ok(());
         }
-        for platform in [Channel::Line, Channel::Slack] {
+        for platform in self.deliverer.platforms.iter() {
             self.push_once(&event, &message, platform, text).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghost_shared::autonomy::events::steps;
+
+    #[test]
+    fn the_push_steps_of_line_and_slack_keep_their_ids() {
+        assert_eq!(push_step(Channel::Line), steps::PUSHED_LINE);
+        assert_eq!(push_step(Channel::Slack), steps::PUSHED_SLACK);
+        assert_eq!(push_step(Channel::Telegram), "autonomy.push.telegram");
     }
 }

@@ -1,21 +1,21 @@
 //! Reply delivery: a consumer of `AssistantReplied`, `RenderFailed` and `TurnTimedOut` (the
-//! three share one id per turn, so a turn has at most one of them) that sends LINE and
-//! Slack replies, each at most once, and records `ReplyDelivered` or `ReplyFailed` (which
-//! share one id per reply). Replies of one conversation go out in the order of the user's
-//! messages ([`order`]).
+//! three share one id per turn, so a turn has at most one of them) that sends each platform
+//! reply through its [`Platform`](crate::channel::Platform), at most once, and records
+//! `ReplyDelivered` or `ReplyFailed` (which share one id per reply). Replies of one
+//! conversation go out in the order of the user's messages ([`order`]);
+//! [`autonomy_push`] sends autonomy messages to bound conversations the same way.
 //!
 //! Idempotency, from cheapest to most careful:
 //! - the outcome events' ids derive from the reply event, and an existing outcome means done;
-//! - LINE pushes carry `X-Line-Retry-Key` derived from the reply event and batch, so a resend
-//!   after a crash is dropped by LINE (409);
-//! - calls the platform cannot deduplicate (a LINE reply token, Slack `chat.postMessage`) are
-//!   preceded by a `ReplyAttempted` marker; finding the marker without an outcome means a
-//!   previous attempt may have gone through, and such a call is not blindly repeated.
+//! - a platform's own idempotency key where it has one (LINE pushes carry `X-Line-Retry-Key`
+//!   derived from the reply event and batch, so a resend after a crash is dropped by LINE);
+//! - calls the platform cannot deduplicate (a LINE reply token, Slack `chat.postMessage`,
+//!   Telegram `sendMessage`) are preceded by a `ReplyAttempted` marker
+//!   ([`Outbound::mark_attempt`]); finding the marker without an outcome means a previous
+//!   attempt may have gone through, and such a call is not blindly repeated.
 
 pub mod autonomy_push;
-pub mod line;
 pub mod order;
-pub mod slack;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,14 +23,16 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
-use ghost_shared::config::Secret;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    AssistantReplied, Channel, RenderFailed, ReplyAttempted, ReplyDelivered, ReplyFailed,
-    ReplyTarget, TurnTimedOut, UserMessageReceived, DAILY_TOKEN_CAP,
+    AssistantReplied, Channel, RenderFailed, ReplyDelivered, ReplyFailed, TurnTimedOut,
+    UserMessageReceived, DAILY_TOKEN_CAP,
 };
 use ghost_shared::service::{ServiceContext, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
+
+pub use crate::channel::DeliveryOutcome;
+use crate::channel::{Outbound, Platforms};
 
 /// The step the delivery outcome's id derives from: `ReplyDelivered` and `ReplyFailed` of
 /// one reply share it, so two handlers of the reply never store both.
@@ -39,31 +41,6 @@ const STEP_OUTCOME: &str = "delivery";
 /// still means done).
 const STEP_DELIVERED: &str = "ReplyDelivered";
 const STEP_FAILED: &str = "ReplyFailed";
-const STEP_ATTEMPTED: &str = "ReplyAttempted";
-
-/// How one delivery ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeliveryOutcome {
-    /// Every part reached the platform; the API calls made, in order.
-    Delivered(Vec<String>),
-    /// Not delivered, or not known to be.
-    Failed {
-        /// Stable code.
-        code: &'static str,
-        /// Explanation.
-        message: String,
-    },
-}
-
-impl DeliveryOutcome {
-    /// A failure.
-    pub fn failed(code: &'static str, message: impl Into<String>) -> Self {
-        Self::Failed {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 /// The reply to deliver, whichever event carried it.
 struct Reply {
@@ -73,26 +50,43 @@ struct Reply {
     text: String,
 }
 
-/// Delivers replies for the LINE and Slack channels.
+/// Delivers replies for every platform.
 pub struct Deliverer {
     ctx: ServiceContext,
     http: reqwest::Client,
-    line_token: Option<Secret>,
-    slack_token: Option<Secret>,
+    platforms: Platforms,
 }
 
 impl Deliverer {
-    /// A deliverer using the configured endpoints and tokens.
+    /// A deliverer sending through every platform as `ctx` configures it.
     pub fn new(ctx: ServiceContext) -> Result<Self, reqwest::Error> {
+        let platforms = Platforms::for_sending(&ctx.config);
+        Self::with_platforms(ctx, platforms)
+    }
+
+    /// A deliverer sending through `platforms`.
+    pub fn with_platforms(
+        ctx: ServiceContext,
+        platforms: Platforms,
+    ) -> Result<Self, reqwest::Error> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .build()?;
         Ok(Self {
-            line_token: ctx.config.secrets.line_channel_access_token.clone(),
-            slack_token: ctx.config.secrets.slack_bot_token.clone(),
             http,
             ctx,
+            platforms,
         })
+    }
+
+    /// One send of `cause` in conversation `session_id`.
+    fn outbound<'a>(&'a self, cause: &'a RecordedEvent, session_id: &'a str) -> Outbound<'a> {
+        Outbound {
+            ctx: &self.ctx,
+            http: &self.http,
+            cause,
+            session_id,
+        }
     }
 
     /// How long a reply waits for the reply to the conversation's previous message: that
@@ -126,12 +120,11 @@ impl Deliverer {
             }));
         }
         let f: RenderFailed = event.decode().map_err(HandlerError::permanent)?;
-        let text = match f.channel {
+        let text = match self.platforms.get(f.channel) {
+            None => String::new(),
             // A refusal written for the user (in their language) is theirs to read.
-            Channel::Line | Channel::Slack if f.code == DAILY_TOKEN_CAP => f.message.clone(),
-            Channel::Line => self.ctx.config.ghost.line.failure_reply.clone(),
-            Channel::Slack => self.ctx.config.ghost.slack.failure_reply.clone(),
-            Channel::Http => String::new(),
+            Some(_) if f.code == DAILY_TOKEN_CAP => f.message.clone(),
+            Some(platform) => platform.failure_reply().to_owned(),
         };
         Ok(Some(Reply {
             session_id: f.session_id,
@@ -139,30 +132,6 @@ impl Deliverer {
             user_event_id: f.user_event_id,
             text,
         }))
-    }
-
-    /// Records that a non-deduplicable call is about to be made; returns whether an earlier
-    /// attempt had already recorded it (so that call may have gone through).
-    pub(crate) async fn mark_attempt(
-        &self,
-        cause: &RecordedEvent,
-        session_id: &str,
-        channel: Channel,
-    ) -> Result<bool, HandlerError> {
-        let marker = ReplyAttempted {
-            session_id: session_id.to_owned(),
-            channel,
-            reply_event_id: cause.event_id,
-        };
-        let e = NewEvent::caused_by(cause, STEP_ATTEMPTED, &marker, self.ctx.service)
-            .map_err(HandlerError::permanent)?;
-        let outcome = self
-            .ctx
-            .log
-            .append(&session_stream(session_id), ExpectedVersion::Any, &[e])
-            .await
-            .map_err(HandlerError::transient)?;
-        Ok(outcome.duplicate)
     }
 }
 
@@ -224,29 +193,12 @@ impl EventHandler for Deliverer {
             .as_ref()
             .and_then(|u| u.decode::<UserMessageReceived>().ok())
             .and_then(|m| m.reply_to);
-        let outcome = match (&target, reply.channel) {
-            (Some(ReplyTarget::Line { .. }), Channel::Line) => {
-                line::deliver(
-                    self,
-                    &event,
-                    &reply.session_id,
-                    &reply.text,
-                    target.as_ref(),
-                )
-                .await?
+        let outcome = match (&target, self.platforms.get(reply.channel)) {
+            (Some(target), Some(platform)) => {
+                let out = self.outbound(&event, &reply.session_id);
+                platform.deliver(&out, target, &reply.text).await?
             }
-            (Some(ReplyTarget::Slack { channel, thread_ts }), Channel::Slack) => {
-                slack::deliver(
-                    self,
-                    &event,
-                    &reply.session_id,
-                    channel,
-                    Some(thread_ts),
-                    &reply.text,
-                )
-                .await?
-            }
-            _ => DeliveryOutcome::failed("no_target", "the user message carries no reply target"),
+            _ => DeliveryOutcome::no_target(),
         };
         self.record(&event, &reply, outcome).await
     }
@@ -309,8 +261,12 @@ impl Deliverer {
 }
 
 /// Starts the delivery consumers: replies, and autonomy messages to bound conversations.
-pub fn spawn(ctx: ServiceContext, handle: &mut ServiceHandle) -> Result<(), reqwest::Error> {
-    let deliverer = Arc::new(Deliverer::new(ctx.clone())?);
+pub fn spawn(
+    ctx: ServiceContext,
+    platforms: Platforms,
+    handle: &mut ServiceHandle,
+) -> Result<(), reqwest::Error> {
+    let deliverer = Arc::new(Deliverer::with_platforms(ctx.clone(), platforms)?);
     for event_type in [
         AssistantReplied::EVENT_TYPE,
         RenderFailed::EVENT_TYPE,

@@ -8,10 +8,10 @@ use chrono::Utc;
 use tracing::{info, warn};
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::config::{LineSettings, Secret};
 use ghost_shared::events::{Channel, ReplyTarget};
 
-use super::{Deliverer, DeliveryOutcome};
+use crate::channel::{DeliveryOutcome, Outbound};
 use crate::line::reply::{PUSH_PATH, REPLY_PATH, RETRY_KEY_HEADER};
 use crate::line::retry::{Attempt, Decision, Endpoint, Outcome, RetryPolicy};
 use crate::line::{plan_delivery, push_step, reply_token_fresh, split_text, DeliveryStep};
@@ -29,8 +29,7 @@ enum BatchEnd {
     Failed(String),
 }
 
-fn policy(d: &Deliverer) -> RetryPolicy {
-    let s = &d.ctx.config.ghost.line;
+fn policy(s: &LineSettings) -> RetryPolicy {
     RetryPolicy {
         base_delay: Duration::from_millis(s.retry_base_delay_ms),
         max_delay: Duration::from_millis(s.retry_max_delay_ms),
@@ -39,30 +38,31 @@ fn policy(d: &Deliverer) -> RetryPolicy {
     }
 }
 
-/// Delivers `text` for the reply event `cause` to the LINE chat in `target`.
+/// Delivers `text` for the reply event `out.cause` to the LINE chat in `target`, with
+/// settings `s` and access token `token`.
 pub(super) async fn deliver(
-    d: &Deliverer,
-    cause: &RecordedEvent,
-    session_id: &str,
+    s: &LineSettings,
+    token: Option<&Secret>,
+    out: &Outbound<'_>,
+    target: &ReplyTarget,
     text: &str,
-    target: Option<&ReplyTarget>,
 ) -> Result<DeliveryOutcome, HandlerError> {
-    let Some(ReplyTarget::Line {
+    let ReplyTarget::Line {
         reply_token,
         received_at,
         push_to,
         is_redelivery,
-    }) = target
+    } = target
     else {
-        return Ok(DeliveryOutcome::failed("no_target", "not a LINE chat"));
+        return Ok(DeliveryOutcome::no_target());
     };
-    let Some(token) = d.line_token.clone() else {
+    let Some(token) = token else {
         return Ok(DeliveryOutcome::failed(
             "not_configured",
             "GHOST_LINE_CHANNEL_ACCESS_TOKEN is not set",
         ));
     };
-    let s = &d.ctx.config.ghost.line;
+    let cause = out.cause;
     let max_age = Duration::from_secs(s.reply_token_max_age_secs);
     let fresh_now = || !is_redelivery && reply_token_fresh(*received_at, Utc::now(), max_age);
     let batches = split_text(text, s.max_chars_per_message, s.max_messages_per_call);
@@ -79,14 +79,15 @@ pub(super) async fn deliver(
     let uses_token = plan.iter().any(|p| matches!(p, DeliveryStep::Reply { .. }));
     // A reply token cannot be deduplicated by LINE: leave a marker first.
     let earlier_attempt = if uses_token {
-        d.mark_attempt(cause, session_id, Channel::Line).await?
+        out.mark_attempt(Channel::Line).await?
     } else {
         false
     };
     let sender = Sender {
-        d,
+        s,
+        http: out.http,
         token: token.expose(),
-        policy: policy(d),
+        policy: policy(s),
     };
     let mut calls = Vec::new();
     let mut unknown = Vec::new();
@@ -120,16 +121,16 @@ pub(super) async fn deliver(
 }
 
 struct Sender<'a> {
-    d: &'a Deliverer,
+    s: &'a LineSettings,
+    http: &'a reqwest::Client,
     token: &'a str,
     policy: RetryPolicy,
 }
 
 impl Sender<'_> {
     async fn call(&self, path: &str, body: &impl serde::Serialize, key: Option<&str>) -> Answer {
-        let s = &self.d.ctx.config.ghost.line;
+        let s = self.s;
         let mut req = self
-            .d
             .http
             .post(format!("{}{path}", s.api_base.trim_end_matches('/')))
             .bearer_auth(self.token)

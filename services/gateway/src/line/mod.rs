@@ -1,4 +1,5 @@
-//! LINE Messaging API: webhook signature, event types, turn classification, reply shaping.
+//! LINE Messaging API: webhook signature, event types, turn classification, reply shaping,
+//! and LINE as a [`crate::channel::Platform`] ([`Line`]; sending in `deliver.rs`).
 //!
 //! Exactly-once shape: inbound, `webhookEventId` is the durable dedup key (stable across LINE's
 //! redeliveries); outbound, the first batch uses the single-use reply token while it is fresh
@@ -6,11 +7,15 @@
 //! could deliver a batch twice.
 
 pub mod classify;
+mod deliver;
+mod platform;
 pub mod reply;
 pub mod retry;
 pub mod signature;
 pub mod split;
 pub mod wire;
+
+pub use platform::Line;
 
 pub use classify::{
     classify, strip_self_mentions, IgnoreReason, LineAction, LineConfig, LineTurn, TurnInput,

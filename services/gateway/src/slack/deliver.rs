@@ -6,24 +6,24 @@ use std::time::Duration;
 use tracing::info;
 
 use ghost_shared::bus::HandlerError;
-use ghost_shared::envelope::RecordedEvent;
+use ghost_shared::config::{Secret, SlackSettings};
 use ghost_shared::events::Channel;
 
-use super::{Deliverer, DeliveryOutcome};
+use crate::channel::{DeliveryOutcome, Outbound};
 use crate::slack::{
     post_message_body, PostDecision, PostOutcome, PostRetryPolicy, POST_MESSAGE_PATH,
 };
 
-/// Delivers `text` for the event `cause` in `channel`, under `thread_ts` when given.
+/// Delivers `text` for the event `out.cause` in `channel`, under `thread_ts` when given
+/// (an empty one posts in the channel itself), with settings `s` and bot token `token`.
 pub(super) async fn deliver(
-    d: &Deliverer,
-    cause: &RecordedEvent,
-    session_id: &str,
-    channel: &str,
-    thread_ts: Option<&str>,
+    s: &SlackSettings,
+    token: Option<&Secret>,
+    out: &Outbound<'_>,
+    (channel, thread_ts): (&str, Option<&str>),
     text: &str,
 ) -> Result<DeliveryOutcome, HandlerError> {
-    let Some(token) = d.slack_token.clone() else {
+    let Some(token) = token else {
         return Ok(DeliveryOutcome::failed(
             "not_configured",
             "GHOST_SLACK_BOT_TOKEN is not set",
@@ -34,13 +34,12 @@ pub(super) async fn deliver(
         Err(e) => return Ok(DeliveryOutcome::failed("invalid", e.to_string())),
     };
     // chat.postMessage has no idempotency key: an earlier attempt may have posted.
-    if d.mark_attempt(cause, session_id, Channel::Slack).await? {
+    if out.mark_attempt(Channel::Slack).await? {
         return Ok(DeliveryOutcome::failed(
             "outcome_unknown",
             "an earlier attempt may have posted; not posting again",
         ));
     }
-    let s = &d.ctx.config.ghost.slack;
     let policy = PostRetryPolicy {
         max_attempts: s.max_attempts,
         default_delay: Duration::from_millis(s.retry_default_delay_ms),
@@ -50,7 +49,7 @@ pub(super) async fn deliver(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let sent = d
+        let sent = out
             .http
             .post(&url)
             .bearer_auth(token.expose())

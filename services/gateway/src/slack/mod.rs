@@ -1,5 +1,6 @@
 //! Slack Events API and Web API: request signature, event types, turn classification,
-//! our bot's identity (`auth.test`) and `chat.postMessage` replies.
+//! our bot's identity (`auth.test`) and `chat.postMessage` replies, and Slack as a
+//! [`crate::channel::Platform`] ([`Slack`]; sending in `deliver.rs`).
 //!
 //! Exactly-once shape: inbound, a turn's durable dedup key is the message identity
 //! (`channel` + `ts`), which absorbs both Slack's retries and the `app_mention`/`message`
@@ -7,7 +8,9 @@
 //! post, because `chat.postMessage` has no idempotency key.
 
 pub mod classify;
+mod deliver;
 pub mod identity;
+mod platform;
 pub mod post;
 pub mod signature;
 pub mod wire;
@@ -17,6 +20,7 @@ pub use classify::{
     SlackIgnoreReason, SlackTurn, Trigger,
 };
 pub use identity::BotIdentity;
+pub use platform::Slack;
 pub use post::{
     post_message_body, retry_after_delay, PostBuildError, PostDecision, PostMessage, PostOutcome,
     PostRetryPolicy, MAX_TEXT_CHARS, POST_MESSAGE_PATH,

@@ -1,0 +1,80 @@
+//! What a platform sends with, and how a send ended.
+//!
+//! The attempt marker lives here, not in each platform, because what it guards is the same
+//! everywhere: a call the platform cannot deduplicate (a LINE reply token, Slack's
+//! `chat.postMessage`, Telegram's `sendMessage`) is preceded by a `ReplyAttempted` whose id
+//! derives from the reply; finding it already stored means an earlier attempt may have gone
+//! through, and the call is not blindly made again.
+
+use ghost_shared::bus::HandlerError;
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
+use ghost_shared::events::{Channel, ReplyAttempted};
+use ghost_shared::service::ServiceContext;
+use ghost_shared::store::ExpectedVersion;
+
+/// The step the attempt marker's id derives from.
+const STEP_ATTEMPTED: &str = "ReplyAttempted";
+
+/// How one delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// Every part reached the platform; the API calls made, in order.
+    Delivered(Vec<String>),
+    /// Not delivered, or not known to be.
+    Failed {
+        /// Stable code.
+        code: &'static str,
+        /// Explanation.
+        message: String,
+    },
+}
+
+impl DeliveryOutcome {
+    /// A failure.
+    pub fn failed(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Failed {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The reply has nowhere to go on this platform.
+    pub fn no_target() -> Self {
+        Self::failed("no_target", "the user message carries no reply target")
+    }
+}
+
+/// One send: the event it answers, its conversation, and the clients to send with.
+#[derive(Clone, Copy)]
+pub struct Outbound<'a> {
+    /// Store, bus, configuration.
+    pub ctx: &'a ServiceContext,
+    /// The HTTP client replies go out on.
+    pub http: &'a reqwest::Client,
+    /// The reply (or autonomy message) being sent: every id of the send derives from it.
+    pub cause: &'a RecordedEvent,
+    /// Its conversation (where the marker is stored).
+    pub session_id: &'a str,
+}
+
+impl Outbound<'_> {
+    /// Records that a call the platform cannot deduplicate is about to be made; returns
+    /// whether an earlier attempt had already recorded it (so that call may have gone
+    /// through).
+    pub async fn mark_attempt(&self, channel: Channel) -> Result<bool, HandlerError> {
+        let marker = ReplyAttempted {
+            session_id: self.session_id.to_owned(),
+            channel,
+            reply_event_id: self.cause.event_id,
+        };
+        let e = NewEvent::caused_by(self.cause, STEP_ATTEMPTED, &marker, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let outcome = self
+            .ctx
+            .log
+            .append(&session_stream(self.session_id), ExpectedVersion::Any, &[e])
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(outcome.duplicate)
+    }
+}
