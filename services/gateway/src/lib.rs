@@ -25,9 +25,9 @@
 //! - [`deliver`]: the consumer that sends platform replies, each at most once, in order,
 //!   and pushes autonomy messages; [`media`]: platform images into the media table, and
 //!   its sweeper;
-//! - [`line`] / [`slack`]: one module per platform — its protocol as pure functions (wire
-//!   types, signatures, turn classification, reply shaping, retry policies) and its
-//!   [`channel::Platform`] (`Line`, `Slack`).
+//! - [`line`] / [`slack`] / [`telegram`]: one module per platform — its protocol as pure
+//!   functions (wire types, signatures, turn classification, reply shaping, retry
+//!   policies) and its [`channel::Platform`] (`Line`, `Slack`, `Telegram`).
 
 pub mod auth;
 pub mod autonomy;
@@ -50,6 +50,7 @@ pub mod server;
 pub mod sessions;
 pub mod slack;
 pub mod stage;
+pub mod telegram;
 pub mod webhooks;
 
 pub use routes::router;
@@ -84,7 +85,7 @@ pub struct AppState {
     pub api_token: Secret,
     /// The persona's model, probed by `/healthz`.
     pub llm: LlmClient,
-    /// The messaging platforms (LINE, Slack), for their webhooks.
+    /// The messaging platforms (LINE, Slack, Telegram), for their webhooks.
     pub platforms: channel::Platforms,
     /// Every configured model role's client, probed by `/healthz`.
     pub health_models: std::sync::Arc<Vec<(String, LlmClient)>>,

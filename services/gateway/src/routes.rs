@@ -66,6 +66,7 @@ pub const ROUTES: &[Route] = &[
     // One handler for every platform: the path names it ([`crate::channel::Platforms`]).
     route!("/webhooks/line", Webhook, post(webhooks::receive)),
     route!("/webhooks/slack", Webhook, post(webhooks::receive)),
+    route!("/webhooks/telegram", Webhook, post(webhooks::receive)),
     // Checks its own token: the header, or `?token=` (browser WebSockets).
     route!("/api/events", Open, get(autonomy::events)),
     route!("/api/chat", Bearer, post(chat::chat)),

@@ -1,8 +1,8 @@
-//! Fuzzed webhook boundaries: whatever LINE's or Slack's side (or anyone else) POSTs, the body
+//! Fuzzed webhook boundaries: whatever LINE's, Slack's or Telegram's side (or anyone else) POSTs, the body
 //! parsers, the event classification and the signature and retry headers never panic, and
 //! every failure is a clear error. `PROPTEST_CASES` inputs per property (`ghost_testkit::fuzz`).
 
-use ghost_gateway::{line, slack};
+use ghost_gateway::{line, slack, telegram};
 use ghost_testkit::fuzz;
 use proptest::prelude::*;
 
@@ -27,6 +27,18 @@ const SLACK_BODIES: &[&str] = &[
     r#"{"type":"event_callback","event_id":"Ev4","event_time":1700000003,"event":{"type":"message","subtype":"bot_message","bot_id":"B1","channel":"C1","text":"beep","ts":"1700000003.1"}}"#,
     r#"{"type":"event_callback","event_id":"Ev5","event_time":1700000004,"event":{"type":"reaction_added","user":{"id":"U5"},"item":{"type":"message"}}}"#,
     r#"{"type":"app_rate_limited","minute_rate_limited":1518467820}"#,
+];
+
+/// Valid Telegram updates: private text, group command to the bot, forum topic, photo with a
+/// caption, an edit, a bot's message, a sticker.
+const TELEGRAM_BODIES: &[&str] = &[
+    r#"{"update_id":100,"message":{"message_id":1,"date":1762000000,"from":{"id":42,"is_bot":false,"first_name":"A"},"chat":{"id":42,"type":"private","first_name":"A"},"text":"こんにちは"}}"#,
+    r#"{"update_id":101,"message":{"message_id":2,"date":1762000000,"from":{"id":43,"is_bot":false},"chat":{"id":-1001,"type":"supergroup","title":"g"},"text":"/local@GhostBot","entities":[{"offset":0,"length":15,"type":"bot_command"}]}}"#,
+    r#"{"update_id":102,"message":{"message_id":3,"message_thread_id":7,"is_topic_message":true,"from":{"id":43},"chat":{"id":-1001,"type":"supergroup","is_forum":true},"text":"hi @GhostBot"}}"#,
+    r#"{"update_id":103,"message":{"message_id":4,"from":{"id":42},"chat":{"id":42,"type":"private"},"caption":"これ見て","photo":[{"file_id":"s","file_unique_id":"a","width":90,"height":90,"file_size":1200},{"file_id":"l","file_unique_id":"b","width":1280,"height":960,"file_size":99000}]}}"#,
+    r#"{"update_id":104,"edited_message":{"message_id":1,"date":1,"edit_date":2,"chat":{"id":42,"type":"private"},"text":"edited"}}"#,
+    r#"{"update_id":105,"message":{"message_id":5,"from":{"id":9,"is_bot":true},"chat":{"id":9,"type":"private"},"text":"beep"}}"#,
+    r#"{"update_id":106,"message":{"message_id":6,"from":{"id":42},"chat":{"id":42,"type":"private"},"sticker":{"file_id":"st","width":512,"height":512}}}"#,
 ];
 
 proptest! {
@@ -74,6 +86,28 @@ proptest! {
         now in any::<i64>(),
     ) {
         let checked = slack::verify_signature(SLACK_SECRET, &body, Some(&timestamp), Some(&signature), now, slack::DEFAULT_WINDOW_SECS);
+        fuzz::clear_error(&checked)?;
+    }
+
+    #[test]
+    fn telegram_updates(body in fuzz::bytes(TELEGRAM_BODIES), max in any::<u64>()) {
+        let parsed = telegram::Update::from_slice(&body);
+        fuzz::clear_error(&parsed)?;
+        if let Ok(update) = parsed {
+            for bot_username in [Some("GhostBot"), None, Some("")] {
+                let cfg = telegram::TelegramConfig { bot_username, max_image_bytes: max };
+                let _ = telegram::classify(&update, &cfg);
+            }
+        }
+    }
+
+    #[test]
+    fn telegram_text_and_secret_token(
+        text in fuzz::text(&["/local@GhostBot please", "hey @GhostBot 🍎", "@ghostbot"]),
+        header in fuzz::text(&["s3cret_Token-1"]),
+    ) {
+        let _ = telegram::strip_bot_address(&text, Some("GhostBot"));
+        let checked = telegram::verify_secret_token(b"s3cret_Token-1", Some(&header));
         fuzz::clear_error(&checked)?;
     }
 }

@@ -11,7 +11,7 @@ use ghost_shared::events::Channel;
 use ghost_shared::service::ServiceContext;
 
 use super::Platform;
-use crate::{line, slack};
+use crate::{line, slack, telegram};
 
 /// The platforms, shared by the webhook handler, delivery, pushes and downloads.
 #[derive(Clone)]
@@ -37,7 +37,8 @@ impl Platforms {
     fn listed(config: Arc<Config>, slack_bot: slack::BotIdentity) -> Self {
         Self::new(vec![
             Arc::new(line::Line::new(config.clone())),
-            Arc::new(slack::Slack::new(config, slack_bot)),
+            Arc::new(slack::Slack::new(config.clone(), slack_bot)),
+            Arc::new(telegram::Telegram::new(config)),
         ])
     }
 
