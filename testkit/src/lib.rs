@@ -4,7 +4,7 @@
 //!
 //! - [`fake_llm`]: a fake LLM server speaking the Ollama and OpenAI-compatible wire formats
 //!   (streaming included), scripted per request;
-//! - [`fake_platforms`]: fake LINE and Slack API servers that record every call;
+//! - [`fake_platforms`]: fake LINE, Slack and Telegram API servers that record every call;
 //! - [`fake_search`]: a fake web: SearXNG-JSON search endpoint and pages (delays, types);
 //! - [`model_recorder`]: a recording proxy in front of a real model server;
 //! - [`plans`]: tests of query plans (a connection keeping its first plans, a table's

@@ -1,4 +1,4 @@
-//! What both fakes share: the call log, delivery log and scripted answers.
+//! What the fakes share: the call log, delivery log and scripted answers.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -34,11 +34,11 @@ impl PlatformCall {
 /// One message that reached a user (what the person would see).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
-    /// `reply`, `push` or `chat.postMessage`.
+    /// `reply`, `push`, `chat.postMessage` or `sendMessage`.
     pub endpoint: &'static str,
-    /// LINE push target / reply token, or Slack channel.
+    /// LINE push target / reply token, Slack channel, or Telegram chat id.
     pub to: String,
-    /// Slack thread parent.
+    /// Slack thread parent, or Telegram forum topic.
     pub thread_ts: Option<String>,
     /// The texts of the call, in order.
     pub texts: Vec<String>,
@@ -129,6 +129,51 @@ impl Shared {
             body,
             status,
         });
+    }
+}
+
+/// What every fake is: its state (calls, deliveries, scripts) and its running server. Each
+/// fake dereferences to it.
+#[derive(Debug, Clone)]
+pub struct Fake {
+    pub(super) shared: Shared,
+    server: Arc<Server>,
+}
+
+impl Fake {
+    /// Serves `routes` on `127.0.0.1:<port>`, over fresh state.
+    pub(super) async fn start(routes: Router<Shared>) -> std::io::Result<Fake> {
+        let shared = Shared::default();
+        let server = Server::start(routes.with_state(shared.clone())).await?;
+        Ok(Fake {
+            shared,
+            server: Arc::new(server),
+        })
+    }
+
+    /// Base URL (the platform's `api_base`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.server.addr)
+    }
+
+    /// Every call, in arrival order.
+    pub fn calls(&self) -> Vec<PlatformCall> {
+        self.shared.lock().calls.clone()
+    }
+
+    /// Every delivery (messages a user would see), in order.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.shared.lock().deliveries.clone()
+    }
+
+    /// Scripts the next answer of the calls scripted under `key`.
+    pub(super) fn script(&self, key: &str, s: Scripted) {
+        let mut state = self.shared.lock();
+        state
+            .scripts
+            .entry(key.to_owned())
+            .or_default()
+            .push_back(s);
     }
 }
 

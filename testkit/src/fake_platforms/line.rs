@@ -10,46 +10,33 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::core::{texts, Delivery, PlatformCall, Scripted, Server, Shared};
+use super::core::{texts, Delivery, Fake, Scripted, Shared};
 
 /// Path of the reply API.
 const REPLY: &str = "/v2/bot/message/reply";
 /// Path of the push API.
 const PUSH: &str = "/v2/bot/message/push";
 
-/// A fake LINE API on `127.0.0.1:<port>` (serves both the API and the content host).
+/// A fake LINE API on `127.0.0.1:<port>` (serves both the API and the content host: its
+/// [`Fake::base_url`] is both `line.api_base` and `line.data_api_base`).
 #[derive(Debug, Clone)]
-pub struct FakeLine {
-    shared: Shared,
-    server: Arc<Server>,
+pub struct FakeLine(Fake);
+
+impl std::ops::Deref for FakeLine {
+    type Target = Fake;
+    fn deref(&self) -> &Fake {
+        &self.0
+    }
 }
 
 impl FakeLine {
     /// Starts the server.
     pub async fn start() -> std::io::Result<FakeLine> {
-        let shared = Shared::default();
-        let app = Router::new()
+        let routes = Router::new()
             .route(REPLY, post(reply))
             .route(PUSH, post(push))
-            .route("/v2/bot/message/{id}/content", get(content))
-            .with_state(shared.clone());
-        let server = Arc::new(Server::start(app).await?);
-        Ok(FakeLine { shared, server })
-    }
-
-    /// Base URL (use for both `line.api_base` and `line.data_api_base`).
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.server.addr)
-    }
-
-    /// Every call, in arrival order.
-    pub fn calls(&self) -> Vec<PlatformCall> {
-        self.shared.lock().calls.clone()
-    }
-
-    /// Every delivery (messages a user would see), in order.
-    pub fn deliveries(&self) -> Vec<Delivery> {
-        self.shared.lock().deliveries.clone()
+            .route("/v2/bot/message/{id}/content", get(content));
+        Ok(FakeLine(Fake::start(routes).await?))
     }
 
     /// Scripts the next answer of the reply API.
@@ -60,15 +47,6 @@ impl FakeLine {
     /// Scripts the next answer of the push API.
     pub fn script_push(&self, s: Scripted) {
         self.script(PUSH, s);
-    }
-
-    fn script(&self, path: &str, s: Scripted) {
-        self.shared
-            .lock()
-            .scripts
-            .entry(path.to_owned())
-            .or_default()
-            .push_back(s);
     }
 
     /// Serves `total` bytes as the content of message `id`, streamed in chunks without a

@@ -1,8 +1,6 @@
 //! Fake Slack Web API: `chat.postMessage`, `auth.test`, and shared files under
 //! `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot token).
 
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -11,7 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::core::{Delivery, PlatformCall, Scripted, Server, Shared};
+use super::core::{Delivery, Fake, Scripted, Shared};
 
 /// Path of `chat.postMessage`.
 const POST_MESSAGE: &str = "/api/chat.postMessage";
@@ -20,40 +18,27 @@ const AUTH_TEST: &str = "/api/auth.test";
 /// The bot user id `auth.test` answers unless told otherwise.
 pub const FAKE_BOT_USER_ID: &str = "UFAKEBOT";
 
-/// A fake Slack Web API on `127.0.0.1:<port>`.
+/// A fake Slack Web API on `127.0.0.1:<port>` (its [`Fake::base_url`] is `slack.api_base`).
 #[derive(Debug, Clone)]
-pub struct FakeSlack {
-    shared: Shared,
-    server: Arc<Server>,
+pub struct FakeSlack(Fake);
+
+impl std::ops::Deref for FakeSlack {
+    type Target = Fake;
+    fn deref(&self) -> &Fake {
+        &self.0
+    }
 }
 
 impl FakeSlack {
     /// Starts the server.
     pub async fn start() -> std::io::Result<FakeSlack> {
-        let shared = Shared::default();
-        shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
-        let app = Router::new()
+        let routes = Router::new()
             .route(POST_MESSAGE, post(post_message))
             .route(AUTH_TEST, post(auth_test))
-            .route("/files-pri/{id}/{name}", get(file))
-            .with_state(shared.clone());
-        let server = Arc::new(Server::start(app).await?);
-        Ok(FakeSlack { shared, server })
-    }
-
-    /// Base URL (`slack.api_base`).
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.server.addr)
-    }
-
-    /// Every call, in arrival order.
-    pub fn calls(&self) -> Vec<PlatformCall> {
-        self.shared.lock().calls.clone()
-    }
-
-    /// Every posted message, in order.
-    pub fn deliveries(&self) -> Vec<Delivery> {
-        self.shared.lock().deliveries.clone()
+            .route("/files-pri/{id}/{name}", get(file));
+        let fake = Fake::start(routes).await?;
+        fake.shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
+        Ok(FakeSlack(fake))
     }
 
     /// The user id `auth.test` answers from now on (None: it answers `invalid_auth`).
@@ -76,12 +61,7 @@ impl FakeSlack {
 
     /// Scripts the next answer of `chat.postMessage`.
     pub fn script_post(&self, s: Scripted) {
-        self.shared
-            .lock()
-            .scripts
-            .entry(POST_MESSAGE.to_owned())
-            .or_default()
-            .push_back(s);
+        self.script(POST_MESSAGE, s);
     }
 }
 
