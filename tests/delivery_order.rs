@@ -4,17 +4,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use ghost_testkit::fake_llm::{Failure, Script};
-use ghost_testkit::fake_platforms::Delivery;
 use serde_json::json;
 use support::execute_all;
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
-
-/// How long the first message's reply takes to write: long enough that the second
-/// message's reply, written at once, is stored well before it.
-const SLOW_FIRST: Duration = Duration::from_millis(2000);
 
 /// A Ghost whose model answers "first …" slowly and "second …" at once.
 async fn spawn() -> ChannelApp {
@@ -24,16 +17,7 @@ async fn spawn() -> ChannelApp {
 /// [`spawn`] with configuration overrides.
 async fn spawn_with(extra: &[(&str, &str)]) -> ChannelApp {
     let c = ChannelApp::spawn(extra).await;
-    c.app.llm.set_responder(|r| {
-        let said = r.last_user_text().unwrap_or_default();
-        if said.contains("first question") {
-            Script::reply("answer one").with_delay(SLOW_FIRST)
-        } else if said.contains("second question") {
-            Script::reply("answer two")
-        } else {
-            Script::reply("ok")
-        }
-    });
+    c.answer_the_first_question_slowly();
     c
 }
 
@@ -50,24 +34,6 @@ fn two_line_messages(tag: &str, user: &str) -> String {
     json!({ "destination": "Ubot", "events": events }).to_string()
 }
 
-/// Asserts that the second message's reply was written first (else a test shows
-/// nothing), and that `delivered` (what the platform showed) has them in message order.
-async fn assert_written_out_of_order_delivered_in_order(c: &ChannelApp, delivered: Vec<Delivery>) {
-    let written: Vec<String> = c
-        .wait_events("AssistantReplied", 2)
-        .await
-        .iter()
-        .map(|r| r["text"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(
-        written,
-        ["answer two", "answer one"],
-        "written second first"
-    );
-    let shown: Vec<Vec<String>> = delivered.into_iter().map(|d| d.texts).collect();
-    assert_eq!(shown, [vec!["answer one"], vec!["answer two"]]);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn line_replies_arrive_in_the_order_of_the_messages_not_of_their_writing() {
     let c = spawn().await;
@@ -75,7 +41,7 @@ async fn line_replies_arrive_in_the_order_of_the_messages_not_of_their_writing()
     assert_eq!(c.post_line_signed(&body).await, 200);
 
     let delivered = c.line_deliveries(2).await;
-    assert_written_out_of_order_delivered_in_order(&c, delivered).await;
+    c.assert_written_second_shown_in_order(delivered).await;
     let outcomes = c.wait_events("ReplyDelivered", 2).await;
     assert_eq!(outcomes.len(), 2, "each reply delivered once");
     c.cleanup().await;
@@ -100,7 +66,7 @@ async fn slack_replies_in_a_thread_arrive_in_the_order_of_the_messages() {
         assert_eq!(c.post_slack_signed(&body, None).await, 200);
     }
     let delivered = c.slack_deliveries(2).await;
-    assert_written_out_of_order_delivered_in_order(&c, delivered).await;
+    c.assert_written_second_shown_in_order(delivered).await;
     assert!(
         c.slack
             .deliveries()
