@@ -25,7 +25,7 @@
 //! - [`deliver`]: the consumer that sends platform replies, each at most once, in order,
 //!   and pushes autonomy messages; [`media`]: platform images into the media table, and
 //!   its sweeper;
-//! - [`line`] / [`slack`] / [`telegram`]: one module per platform — its protocol as pure
+//! - [`line`](mod@line) / [`slack`] / [`telegram`]: one module per platform — its protocol as pure
 //!   functions (wire types, signatures, turn classification, reply shaping, retry
 //!   policies) and its [`channel::Platform`] (`Line`, `Slack`, `Telegram`).
 

@@ -2,8 +2,7 @@
 //! `AutonomyMessageRendered` that pushes a `chat`/`notify` message of a conversation bound in
 //! `autonomy.push` to each platform it binds (its LINE chat, Slack channel, Telegram chat),
 //! once per platform, through the platform's own delivery
-//! ([`Platform::deliver`](crate::channel::Platform::deliver) to its
-//! [`push_target`](crate::channel::Platform::push_target)), so the same retry keys, attempt
+//! ([`Platform::deliver`] to its [`Platform::push_target`]), so the same retry keys, attempt
 //! markers and retry policies apply as to replies.
 //!
 //! Each platform's outcome (`AutonomyMessagePushed` or `AutonomyPushFailed`) has one id
