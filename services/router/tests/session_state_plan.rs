@@ -3,7 +3,7 @@
 //! the decisions are found walking back a few events from the message, and the count of
 //! user messages goes on from the one the latest decision recorded.
 
-use ghost_router::flow::turn::state_before_sql;
+use ghost_router::flow::turn::{state_before_sql, StateRow};
 use ghost_testkit::plans::{
     analyse_events, connection_keeping_first_plans, index_reads_in_transaction,
     store_filler_events, table_reads_in_transaction,
@@ -25,16 +25,7 @@ type State = (
 /// the previous decision, the summary and the user-message count (the summary's count, the
 /// reroute, the paused work and the check flag are read too, and must be absent here).
 async fn state_at(tx: &mut sqlx::PgConnection, stream: &str, version: i32) -> State {
-    let row: (
-        Option<Vec<String>>,
-        Option<serde_json::Value>,
-        Option<String>,
-        i32,
-        i64,
-        Option<String>,
-        Option<serde_json::Value>,
-        bool,
-    ) = sqlx::query_as(&state_before_sql())
+    let row: StateRow = sqlx::query_as(&state_before_sql())
         .bind(stream)
         .bind(version)
         .bind(stream.trim_start_matches("session-"))

@@ -41,7 +41,7 @@ pub(crate) struct Turn {
 }
 
 /// The columns of [`state_before_sql`], in order (see [`SessionState`]).
-type StateRow = (
+pub type StateRow = (
     Option<Vec<String>>,
     Option<serde_json::Value>,
     Option<String>,
