@@ -40,7 +40,7 @@ pub(crate) struct Turn {
     pub checking: bool,
 }
 
-/// The columns of [`state_before_sql`], in order (see [`SessionState`]).
+/// The columns of [`state_before_sql`], in order (read into the router's session state).
 pub type StateRow = (
     Option<Vec<String>>,
     Option<serde_json::Value>,
