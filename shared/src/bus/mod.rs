@@ -32,6 +32,13 @@ use crate::envelope::RecordedEvent;
 pub struct BusConfig {
     /// NATS server URL.
     pub url: String,
+    /// More servers of the same NATS cluster: the client connects to any of `url` and
+    /// these and fails over between them (`GHOST_BUS__SERVERS` takes them comma-separated).
+    #[serde(deserialize_with = "one_or_many")]
+    pub servers: Vec<String>,
+    /// JetStream replicas of the event and dead-letter streams (and so of their consumers):
+    /// 1 on a single server, 3 in a cluster. Checked against the server at start.
+    pub replicas: usize,
     /// Subject prefix; distinct deployments on one server use distinct prefixes.
     pub subject_prefix: String,
     /// JetStream stream holding committed events.
@@ -63,6 +70,8 @@ impl Default for BusConfig {
     fn default() -> Self {
         Self {
             url: "nats://127.0.0.1:4222".into(),
+            servers: Vec::new(),
+            replicas: 1,
             subject_prefix: "ghost".into(),
             stream_name: "GHOST_EVENTS".into(),
             storage: BusStorage::File,
@@ -76,6 +85,28 @@ impl Default for BusConfig {
         }
     }
 }
+
+/// A list in YAML, or one comma-separated string (an environment override).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        OneOrMany::Many(v) => v,
+    })
+}
+
+/// Most replicas a JetStream stream can have.
+pub const MAX_REPLICAS: usize = 5;
 
 /// The smallest `bus.max_bytes` accepted (a few events would not fit in less).
 pub const MIN_STREAM_BYTES: i64 = 1024 * 1024;
@@ -104,6 +135,9 @@ pub enum BusError {
     /// A JetStream call failed.
     #[error("jetstream: {0}")]
     JetStream(String),
+    /// `bus.replicas` cannot be placed by the servers connected to.
+    #[error("{0}")]
+    Replicas(String),
     /// A core publish failed.
     #[error("publish: {0}")]
     Publish(String),
@@ -123,18 +157,50 @@ pub struct Bus {
 impl Bus {
     /// Connects and makes sure the event and dead-letter streams exist.
     pub async fn connect(config: BusConfig) -> Result<Self, BusError> {
+        let urls: Vec<&str> = std::iter::once(config.url.as_str())
+            .chain(config.servers.iter().map(String::as_str))
+            .collect();
+        let addresses = urls
+            .iter()
+            .map(|u| u.parse::<async_nats::ServerAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| BusError::Connect {
+                url: urls.join(","),
+                reason: e.to_string(),
+            })?;
         let client = async_nats::ConnectOptions::new()
             .name("ghost")
-            .connect(&config.url)
+            .connect(addresses)
             .await
             .map_err(|e| BusError::Connect {
-                url: config.url.clone(),
+                url: urls.join(","),
                 reason: e.to_string(),
             })?;
         let js = jetstream::new(client.clone());
         let bus = Self { client, js, config };
+        bus.check_replicas()?;
         bus.ensure_streams().await?;
         Ok(bus)
+    }
+
+    /// Refuses `bus.replicas` above 1 on a server that is not part of a cluster: JetStream
+    /// would refuse every stream, with a message that names neither the setting nor the fix.
+    fn check_replicas(&self) -> Result<(), BusError> {
+        let replicas = self.config.replicas;
+        if replicas <= 1 {
+            return Ok(());
+        }
+        let info = self.client.server_info();
+        if info.cluster.as_deref().is_none_or(str::is_empty) {
+            return Err(BusError::Replicas(format!(
+                "bus.replicas is {replicas}, but the NATS server {} at {} is not part of a \
+                 cluster, so it can keep only one replica of a stream. Set bus.replicas: 1 \
+                 (GHOST_BUS__REPLICAS=1) for a single server, or run a cluster of at least \
+                 {replicas} JetStream nodes and list them in bus.servers",
+                info.server_name, self.config.url
+            )));
+        }
+        Ok(())
     }
 
     /// Creates the event and dead-letter streams, or brings an existing stream's limits to
@@ -158,10 +224,23 @@ impl Bus {
                     max_age: Duration::from_secs(self.config.max_age_secs),
                     max_bytes: self.config.max_bytes,
                     discard: jetstream::stream::DiscardPolicy::Old,
+                    num_replicas: self.config.replicas,
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| BusError::JetStream(format!("stream {name}: {e}")))?;
+                .map_err(|e| {
+                    let e = e.to_string();
+                    if self.config.replicas > 1 && e.contains("replica") {
+                        BusError::Replicas(format!(
+                            "stream {name}: {e}: bus.replicas is {} and the cluster cannot \
+                             place that many (fewer JetStream nodes): lower bus.replicas or \
+                             add nodes",
+                            self.config.replicas
+                        ))
+                    } else {
+                        BusError::JetStream(format!("stream {name}: {e}"))
+                    }
+                })?;
         }
         Ok(())
     }

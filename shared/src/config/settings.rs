@@ -320,6 +320,15 @@ impl GhostSettings {
                 "must be non-empty [A-Za-z0-9_-]",
             ));
         }
+        for (i, server) in self.bus.servers.iter().enumerate() {
+            url_like(&format!("bus.servers[{i}]"), server, &["nats", "tls"])?;
+        }
+        if !(1..=crate::bus::MAX_REPLICAS).contains(&self.bus.replicas) {
+            return Err(ConfigError::invalid(
+                "bus.replicas",
+                format!("must be between 1 and {}", crate::bus::MAX_REPLICAS),
+            ));
+        }
         if self.bus.max_deliver < 1 {
             return Err(ConfigError::invalid(
                 "bus.max_deliver",

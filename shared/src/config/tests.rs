@@ -401,3 +401,29 @@ fn telegram_has_defaults_secrets_from_the_environment_and_checked_ranges() {
         "{err}"
     );
 }
+
+#[test]
+fn bus_servers_come_as_a_list_or_comma_separated_and_replicas_are_bounded() {
+    let yaml = format!("{GHOST}bus:\n  servers: [nats://b:4222, nats://c:4222]\n  replicas: 3\n");
+    let c = load(&yaml, &[]).expect("a cluster's bus");
+    assert_eq!(c.ghost.bus.servers, ["nats://b:4222", "nats://c:4222"]);
+    assert_eq!(c.ghost.bus.replicas, 3);
+    let c = load(
+        GHOST,
+        &[("GHOST_BUS__SERVERS", "nats://b:4222, nats://c:4222")],
+    )
+    .expect("servers from the environment");
+    assert_eq!(c.ghost.bus.servers, ["nats://b:4222", "nats://c:4222"]);
+    assert_eq!(c.ghost.bus.replicas, 1, "one replica by default");
+    for (key, value, named) in [
+        ("GHOST_BUS__REPLICAS", "0", "bus.replicas"),
+        ("GHOST_BUS__REPLICAS", "6", "bus.replicas"),
+        ("GHOST_BUS__SERVERS", "http://b:4222", "bus.servers[0]"),
+    ] {
+        let e = load(GHOST, &[(key, value)])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(named), "{key}={value}: {e}");
+    }
+}
