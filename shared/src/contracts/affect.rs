@@ -52,15 +52,36 @@ pub fn trailer() -> Contract {
     Contract::of::<AffectShape>("affect_trailer", MAX_TOKENS).max_length(&["topic_tags", "[]"], 32)
 }
 
+/// Tokens a reflection may take: the longest answer its schema allows (a 160-character
+/// sentence and three 32-character tags, a token a character at worst, and the keys), so
+/// a model that rambles is stopped by the schema's lengths, never cut mid-answer (SmolLM2
+/// once spent 160 tokens on one sentence of "1.1.1…").
+pub const REFLECTION_MAX_TOKENS: u32 = 320;
+
 /// The reflection's answer (the same object; the policy is the trailer's alone).
 pub fn reflection() -> Contract {
-    Contract::of::<AffectShape>("reflection", MAX_TOKENS)
+    Contract::of::<AffectShape>("reflection", REFLECTION_MAX_TOKENS)
         .max_length(&["topic_tags", "[]"], 32)
         .without(&[], "partner_response_policy")
 }
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_reflection_s_budget_covers_the_longest_answer_its_schema_allows() {
+        let c = reflection();
+        let p = &c.schema["properties"];
+        let text = p["reflection_text"]["maxLength"].as_u64().unwrap();
+        let tags = p["topic_tags"]["maxItems"].as_u64().unwrap()
+            * p["topic_tags"]["items"]["maxLength"].as_u64().unwrap();
+        // A token a character at worst, and some sixty for the keys, numbers and quotes.
+        assert!(
+            u64::from(c.max_tokens) >= text + tags + 60,
+            "{}",
+            c.max_tokens
+        );
+    }
     use super::*;
 
     #[test]
