@@ -14,6 +14,14 @@ pub fn user_messages_since_summary(user_turns: u32, summary_turns: Option<u32>) 
     }
 }
 
+/// Most history lines a prompt gets, however far behind the summary is: the lines of two
+/// summary periods (`summarize_after_turns` user messages each, with their replies), at
+/// least `min_lines`. A summary far behind must not grow a prompt without bound.
+pub fn max_lines(summarize_after_turns: u32, min_lines: usize) -> usize {
+    let every = summarize_after_turns.max(1) as usize;
+    (every * 4 + 4).max(min_lines)
+}
+
 /// The index of the first history line a prompt includes. `is_user` tells, for each line
 /// (oldest first), whether the user wrote it; `since` is
 /// [`user_messages_since_summary`] (None for a request that does not say: `min_lines`).
@@ -89,6 +97,13 @@ mod tests {
         // A request that does not say: the minimum, as before.
         assert_eq!(window_start(&lines, None, 12, 200), 48);
         assert_eq!(window_start(&[], Some(3), 12, 40), 0);
+    }
+
+    #[test]
+    fn the_maximum_is_two_summary_periods_of_exchanges() {
+        assert_eq!(max_lines(20, 12), 84);
+        assert_eq!(max_lines(2, 12), 12, "never below the minimum");
+        assert_eq!(max_lines(0, 0), 8, "a period of at least one message");
     }
 
     #[test]

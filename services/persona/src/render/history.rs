@@ -3,6 +3,7 @@
 //! mood capsule and what recall brought, as the model's messages.
 
 use super::*;
+use ghost_shared::short_memory::max_lines;
 
 impl Renderer {
     /// The request's outcome if one is stored (one of `outcome_ids`), and else the
@@ -18,10 +19,10 @@ impl Renderer {
         outcome_ids: &[Uuid],
     ) -> Result<Prepared, HandlerError> {
         let history_turns = self.ctx.config.ghost.persona.history_turns;
-        // Every line since the short-memory summary, at least `history_turns`, at most two
-        // summary periods' worth (a summary far behind must not grow the prompt unbounded).
-        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as usize;
-        let max_lines = (every * 4 + 4).max(history_turns);
+        // Every line since the short-memory summary, at least `history_turns`, at most
+        // [`max_lines`].
+        let summarize_after = self.ctx.config.ghost.routing.summarize_after_turns;
+        let max_lines = max_lines(summarize_after, history_turns);
         let read_lines = match request.history_user_messages {
             Some(_) => max_lines,
             None => history_turns,

@@ -9,7 +9,7 @@ use ghost_shared::events::{
     RouteDecided, UserMessageReceived, WorkRequested,
 };
 use ghost_shared::routing::Route;
-use ghost_shared::short_memory::{user_messages_since_summary, window_start};
+use ghost_shared::short_memory::{max_lines, user_messages_since_summary, window_start};
 use uuid::Uuid;
 
 use super::Router;
@@ -320,13 +320,6 @@ impl Router {
         turn.event.recorded_at + chrono::Duration::from_std(max).unwrap_or(chrono::Duration::MAX)
     }
 
-    /// Most history lines a prompt gets, however far behind the summary is: the lines of
-    /// two summary periods, at least `min`.
-    pub(crate) fn max_history_lines(&self, min: usize) -> usize {
-        let every = self.ctx.config.ghost.routing.summarize_after_turns.max(1) as usize;
-        (every * 4 + 4).max(min)
-    }
-
     /// The context worker prompts get: the summary plus every turn since it (at least the
     /// last `routing.recent_turns` lines), oldest first — never the whole history.
     pub(crate) async fn conversation_context(&self, turn: &Turn) -> Result<String, HandlerError> {
@@ -342,7 +335,7 @@ impl Router {
         }
         // Every line since the summary (it covers the rest), at least `recent`.
         let since = turn.history_user_messages();
-        let max_lines = self.max_history_lines(recent);
+        let max_lines = max_lines(self.ctx.config.ghost.routing.summarize_after_turns, recent);
         let tail = self
             .ctx
             .store()
