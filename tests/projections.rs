@@ -65,6 +65,7 @@ async fn catch_up(runner: &ProjectionRunner) -> Result<CatchUp, ProjectionError>
         parked: 0,
         pending: false,
         pending_wakes: false,
+        contended: false,
     };
     loop {
         let pass = runner.catch_up().await?;
@@ -453,6 +454,38 @@ async fn held_back_events_call_for_a_quick_pass_only_when_the_runner_wakes_on_on
     open.commit().await.unwrap();
     catch_up(&runner).await.unwrap();
     assert_eq!(picked(&store).await, [3]);
+    env.cleanup().await;
+}
+
+/// A pass while another runner holds the projection applies nothing and says so: it is no
+/// proof of being caught up (the write-plan's writer merged an interest update from a
+/// projection the runner's own loop had not committed yet, and lost the update before).
+#[tokio::test]
+async fn a_pass_while_another_runner_holds_the_projection_says_it_proves_nothing() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    picky_table(&store).await;
+    let runner = runner(&store, Arc::new(Picky::new()));
+    append(&store, "session-c", &[pick(5)]).await;
+    let mut other = store.pool().begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(runner.lock_key())
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let pass = runner.catch_up().await.unwrap();
+    assert!(pass.contended, "{pass:?}");
+    assert!(
+        !pass.pending,
+        "nothing was read, so nothing is known held back"
+    );
+    assert!(picked(&store).await.is_empty());
+
+    other.rollback().await.unwrap();
+    let pass = catch_up(&runner).await.unwrap();
+    assert_eq!(pass.processed, 1);
+    assert!(!runner.catch_up().await.unwrap().contended);
+    assert_eq!(picked(&store).await, [5]);
     env.cleanup().await;
 }
 

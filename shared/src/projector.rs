@@ -158,6 +158,9 @@ pub struct CatchUp {
     /// Whether one of them is of a type the projection wakes on: its wake-up may have come
     /// and gone, so the runner passes again shortly instead of at its poll.
     pub pending_wakes: bool,
+    /// Whether another runner (this process's loop or another process) held the projection:
+    /// its pass may still be applying, so this pass says nothing about being caught up.
+    pub contended: bool,
 }
 
 /// The outcome of [`ProjectionRunner::retry_parked`].
@@ -203,8 +206,9 @@ impl ProjectionRunner {
         self.passes.load(Ordering::Relaxed)
     }
 
-    /// Key of the advisory lock serializing runners of one projection across processes.
-    fn lock_key(&self) -> i64 {
+    /// Key of the transaction-level advisory lock serializing runners of one projection
+    /// across processes (an operator's session holding it pauses the projection).
+    pub fn lock_key(&self) -> i64 {
         // FNV-1a: stable across builds, unlike std's hasher.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in self.projection.name().bytes() {
@@ -229,12 +233,14 @@ impl ProjectionRunner {
             parked: 0,
             pending: false,
             pending_wakes: false,
+            contended: false,
         };
         loop {
             let batch = self.batch().await?;
             pass.processed += batch.read;
             pass.parked += batch.parked;
             if !batch.locked {
+                pass.contended = true;
                 return Ok((pass, through));
             }
             through = Some(batch.through);

@@ -37,7 +37,9 @@ impl MemoryWriter {
         self.serial.lock().await
     }
 
-    /// Applies every committed memory event to the projection.
+    /// Applies every committed memory event to the projection. Only a pass that held the
+    /// projection proves it: while the runner's own loop holds it, its rows are not
+    /// committed yet, and a change merged from them would lose the one before.
     pub async fn caught_up(&self) -> Result<(), HandlerError> {
         for _ in 0..200 {
             let pass = self
@@ -45,7 +47,7 @@ impl MemoryWriter {
                 .catch_up()
                 .await
                 .map_err(HandlerError::transient)?;
-            if !pass.pending {
+            if !pass.pending && !pass.contended {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
