@@ -53,6 +53,8 @@ else
 run-local: MODEL: the embedded SmolLM2-135M-Instruct ($name), served by Ghost itself on
   http://$listen, answers for the persona, the worker and the stage's characters.
   It is a tiny English model meant to show the system working, not a good persona.
+  Vector recall uses its embedding model, all-MiniLM-L6-v2 (English; Japanese is recalled
+  by trigrams), at http://$listen/v1/embeddings.
   For a good persona, install Ollama and switch with one line:
       ollama pull qwen2.5:7b-instruct && ollama pull qwen2.5:3b-instruct && ./deploy/run-local.sh
 MSG

@@ -315,6 +315,23 @@ pub fn embedded_model_file() -> PathBuf {
     .clone()
 }
 
+/// The embedded embedding model's directory (all-MiniLM-L6-v2: `model.safetensors`,
+/// `tokenizer.json`, `config.json`), prepared by `deploy/model.sh` beside the chat model's
+/// file.
+pub fn embedding_model_dir() -> PathBuf {
+    let chat = embedded_model_file();
+    let dir = chat
+        .parent()
+        .expect("the model file's directory")
+        .join(ghost_shared::config::DEFAULT_EMBEDDING_DIR);
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "deploy/model.sh left no {}",
+        dir.display()
+    );
+    dir
+}
+
 /// Overrides that enable the embedded model (`model.path` the default file, served on
 /// `port` as `name`) and point each of `roles` at `roles_url` (the model itself, or a
 /// recorder in front of it) over the OpenAI wire, each call bounded by `timeout_secs`.
@@ -338,6 +355,10 @@ pub fn embedded_model_overrides(
             embedded_model_file().display().to_string(),
         ),
         ("GHOST_MODEL__NAME".to_owned(), name.to_owned()),
+        (
+            "GHOST_MODEL__EMBEDDING_PATH".to_owned(),
+            embedding_model_dir().display().to_string(),
+        ),
         // Every coder call of the tests is faked, bounded like the rest.
         (
             "GHOST_LLM__CODER__TIMEOUT_SECS".to_owned(),

