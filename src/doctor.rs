@@ -427,7 +427,7 @@ async fn check_targets(config: &Config, targets: Vec<ModelTarget>) -> Vec<Check>
         let check = model_check(&name, &target, is_embedded, config).await;
         let answers = check.status == Status::Ok;
         checks.push(check);
-        if answers {
+        if answers && !embeds_only(&target) {
             checks.push(structured_check(&target).await);
         }
     }
@@ -541,6 +541,25 @@ async fn model_check(
             fix,
         );
     }
+    if embeds_only(target) {
+        return match client.embed(&["OK".to_owned()]).await {
+            Ok(v) => Check::ok(
+                name,
+                format!(
+                    "{what} answers (one embedding, {} dimensions)",
+                    v.first().map_or(0, Vec::len)
+                ),
+            ),
+            Err(e) => Check::fail(
+                name,
+                format!(
+                    "{what} lists the model but an embedding failed: {}",
+                    short(&e)
+                ),
+                fix,
+            ),
+        };
+    }
     match client.chat(&[ChatMessage::user("Say OK.")]).await {
         Ok(_) => Check::ok(name, format!("{what} answers (one-token completion)")),
         Err(e) => Check::fail(
@@ -552,6 +571,11 @@ async fn model_check(
             fix,
         ),
     }
+}
+
+/// An endpoint only `llm.embedding` uses: checked with one embedding, not a completion.
+fn embeds_only(target: &ModelTarget) -> bool {
+    target.roles.iter().all(|r| r == "embedding")
 }
 
 fn short(e: &LlmError) -> String {

@@ -13,9 +13,14 @@
 //! so even a tiny model returns JSON that parses and fits the schema. It needs neither
 //! Postgres nor NATS.
 //!
+//! Beside it, `/v1/embeddings` serves the sentence-embedding model of `model.embedding_path`
+//! (all-MiniLM-L6-v2 by default, English; see [`embedding`]), which vector recall uses.
+//!
 //! - [`engine`]: the inference thread (model, context with one sequence per priority,
 //!   prompt caches, scheduling with pause and resume, sampling, the journal of service);
 //! - [`grammar`]: `response_format` and `trailer_format` to GBNF grammars;
+//! - [`embedding`]: the embedding model (candle's BERT, mean-pooled, normalised) and its
+//!   wire format;
 //! - [`api`]: the wire format (request checks, replies, stream chunks);
 //! - [`server`]: the HTTP routes and the priority header;
 //! - [`text`]: token bytes to text deltas (split UTF-8, stop sequences);
@@ -23,6 +28,7 @@
 //! - [`metrics`]: queue depth per priority, preemptions.
 
 pub mod api;
+pub mod embedding;
 pub mod engine;
 pub mod grammar;
 pub mod logs;
@@ -35,6 +41,7 @@ use std::sync::Arc;
 use ghost_shared::config::Config;
 use ghost_shared::service::{no_projections, ServiceDescriptor, ServiceError, ServiceHandle};
 
+pub use embedding::{EmbedError, Embedder};
 pub use engine::{Engine, EngineConfig, EngineError};
 
 /// This service's name.
@@ -49,7 +56,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
 };
 
 /// Loads the model of `model:` (path relative to the repository root), warms it up and
-/// serves it on `model.listen`.
+/// serves it on `model.listen`, with the embedding model of `model.embedding_path` when set.
 pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
     let settings = &config.ghost.model;
     let path = config.resolve(&settings.path);
@@ -63,6 +70,26 @@ pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
     })
     .await
     .map_err(|e| ServiceError::Config(format!("model: {e}")))?;
+    let embedding = match &settings.embedding_path {
+        Some(dir) => {
+            let dir = config.resolve(dir);
+            let queue_depth = settings.queue_depth;
+            let embedder = tokio::task::spawn_blocking(move || Embedder::load(&dir, queue_depth))
+                .await
+                .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?
+                .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?;
+            tracing::info!(
+                model = %settings.embedding_name, dimensions = embedder.dimensions(),
+                "embedding model ready"
+            );
+            Some(server::EmbeddingState {
+                embedder,
+                name: Arc::from(settings.embedding_name.as_str()),
+                max_inputs: settings.embedding_max_inputs,
+            })
+        }
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .map_err(|e| ServiceError::Config(format!("model.listen {}: {e}", settings.listen)))?;
@@ -74,10 +101,14 @@ pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
         own_chat_template = info.own_template, threads = settings.threads,
         "embedded model ready"
     );
-    let app = server::router(server::AppState {
+    let mut app = server::router(server::AppState {
         engine,
         name: Arc::from(settings.name.as_str()),
+        embedding_name: embedding.as_ref().map(|e| e.name.clone()),
     });
+    if let Some(embedding) = embedding {
+        app = app.merge(server::embedding_router(embedding));
+    }
     let mut handle = ServiceHandle::new(SERVICE);
     handle.addr = Some(addr);
     handle.spawn(async move { axum::serve(listener, app).await });

@@ -1,4 +1,5 @@
-//! HTTP: `POST /v1/chat/completions` (streaming and not), `GET /v1/models`, `GET /healthz`.
+//! HTTP: `POST /v1/chat/completions` (streaming and not), `POST /v1/embeddings`
+//! ([`embedding_router`]), `GET /v1/models`, `GET /healthz`.
 //!
 //! A completion request may carry `X-Ghost-Priority: interactive` (the default) or
 //! `background`; see [`crate::engine`] for what each gets.
@@ -7,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +19,7 @@ use serde_json::{json, Value};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::api::{parse_request, ApiError, Completion};
+use crate::embedding::{wire, EmbedError, Embedder};
 use crate::engine::{Engine, Piece, Priority, Rejected};
 
 /// The request header naming a request's priority.
@@ -30,6 +32,64 @@ pub struct AppState {
     pub engine: Engine,
     /// The model id requests must name.
     pub name: Arc<str>,
+    /// The embedding model's id, when this server embeds (listed by `/v1/models`).
+    pub embedding_name: Option<Arc<str>>,
+}
+
+/// Largest `/v1/embeddings` body read (a full batch of long texts fits; a text is cut at
+/// [`crate::embedding::MAX_TOKENS`] tokens anyway); a larger one gets 413.
+pub const MAX_EMBEDDING_BODY: usize = 4 << 20;
+
+/// What the embeddings handler needs.
+#[derive(Clone)]
+pub struct EmbeddingState {
+    /// The loaded model.
+    pub embedder: Embedder,
+    /// The model id requests must name.
+    pub name: Arc<str>,
+    /// Texts one request may carry at most.
+    pub max_inputs: usize,
+}
+
+/// The embedding routes: `POST /v1/embeddings` (and `/embeddings`), bodies up to
+/// [`MAX_EMBEDDING_BODY`].
+pub fn embedding_router(state: EmbeddingState) -> Router {
+    Router::new()
+        .route("/v1/embeddings", post(embeddings))
+        .route("/embeddings", post(embeddings))
+        .layer(DefaultBodyLimit::max(MAX_EMBEDDING_BODY))
+        .with_state(state)
+}
+
+async fn embeddings(State(app): State<EmbeddingState>, body: Bytes) -> Response {
+    let request =
+        match wire::parse_request(&body, &app.name, app.embedder.dimensions(), app.max_inputs) {
+            Ok(r) => r,
+            Err(e) => return error_response(&e),
+        };
+    match app.embedder.embed(request.inputs).await {
+        Ok(done) => Json(wire::reply(
+            &app.name,
+            &done.vectors,
+            done.tokens,
+            request.base64,
+        ))
+        .into_response(),
+        Err(e) => {
+            let message = e.to_string();
+            let (status, code) = match e {
+                EmbedError::QueueFull(_) => (503, "queue_full"),
+                _ => (500, "embedding_failed"),
+            };
+            tracing::warn!(code, "{message}");
+            error_response(&ApiError {
+                status,
+                kind: "server_error",
+                code,
+                message,
+            })
+        }
+    }
 }
 
 /// The routes.
@@ -170,10 +230,10 @@ fn stream_events(
 }
 
 async fn models(State(app): State<AppState>) -> Json<Value> {
-    Json(json!({
-        "object": "list",
-        "data": [{"id": &*app.name, "object": "model", "created": 0, "owned_by": "ghost"}],
-    }))
+    let model = |id: &str| json!({"id": id, "object": "model", "created": 0, "owned_by": "ghost"});
+    let mut data = vec![model(&app.name)];
+    data.extend(app.embedding_name.as_deref().map(model));
+    Json(json!({"object": "list", "data": data}))
 }
 
 async fn health(State(app): State<AppState>) -> Json<Value> {

@@ -38,6 +38,7 @@ pub fn server(batch_size: u32) -> &'static (Engine, String) {
                 let app = router(AppState {
                     engine: engine.clone(),
                     name: NAME.into(),
+                    embedding_name: None,
                 });
                 tx.send((engine, url)).expect("send");
                 axum::serve(listener, app).await.expect("serve");
