@@ -168,6 +168,7 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
     let settings = env.config.ghost.memory.clone();
     let scope = Scope {
         persona: "kuro",
+        person: ghost_shared::memory::DEFAULT_PERSON,
         session_id: "bench",
         source_timeout: Duration::from_secs(10),
         similarity_threshold: settings.recall_similarity_threshold,
@@ -186,7 +187,12 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
             word(100 + i * 53 % 2000)
         );
         let started = Instant::now();
-        let memory = MemoryProjection::load_focus(store.pool(), "kuro").await?;
+        let memory = MemoryProjection::load_focus(
+            store.pool(),
+            "kuro",
+            ghost_shared::memory::DEFAULT_PERSON,
+        )
+        .await?;
         let plan = retrieval_plan(
             &query,
             settings.recall_limits(),

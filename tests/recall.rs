@@ -24,10 +24,7 @@ use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 /// candidates that mention them.
 fn answer(r: &RecordedRequest) -> Script {
     let system = r.system_text().unwrap_or_default();
-    let input: Value = r
-        .last_user_text()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null);
+    let input = r.last_user_json();
     if system.contains("long-term memory") {
         let current = input["current_event_id"].clone();
         let text = input["turn"]["user_text"].as_str().unwrap_or_default();
@@ -315,6 +312,7 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
             );
             let scope = Scope {
                 persona,
+                person: ghost_shared::memory::DEFAULT_PERSON,
                 session_id: "now",
                 source_timeout: Duration::from_secs(5),
                 similarity_threshold: 0.1,
@@ -421,6 +419,7 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
         async move {
             let scope = Scope {
                 persona: "kuro",
+                person: ghost_shared::memory::DEFAULT_PERSON,
                 session_id: "now",
                 source_timeout: Duration::from_secs(10),
                 similarity_threshold: 0.1,
@@ -484,6 +483,7 @@ async fn collect_for(
     );
     let scope = Scope {
         persona: "kuro",
+        person: ghost_shared::memory::DEFAULT_PERSON,
         session_id: "now",
         source_timeout: Duration::from_secs(10),
         similarity_threshold: 0.1,

@@ -127,6 +127,10 @@ pub struct RenderRequested {
     pub session_id: String,
     /// Where the reply goes.
     pub channel: Channel,
+    /// Who spoke (the user message's speaker): the person whose memory recall reads.
+    /// None in requests stored before memory was per person: the default person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
     /// The user message being answered.
     pub user_event_id: Uuid,
     /// Its text.

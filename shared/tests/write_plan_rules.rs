@@ -309,3 +309,64 @@ fn states_keep_revisions_and_new_facts_coexist() {
         2
     );
 }
+
+/// Memory is per person (issue 35): a plan's preferences are the speaker's, its new states
+/// about the speaker unless it says `nobody`; a revision stays about whom it was about; one
+/// person's confirm never revokes another's opposite preference.
+#[test]
+fn a_plan_writes_the_speakers_memory_and_never_touches_anothers() {
+    let for_person = |memory: &Memory, person: &str, utterance: Uuid, v: Value| {
+        let checked = validate(&plan(v), memory, utterance).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut ctx = ApplyContext::new("kuro", utterance, 1_790_000_000.0);
+        ctx.person = person;
+        apply_plan(memory, &checked, ctx).0
+    };
+    let mut own = state("fact", "upsert", None);
+    let mut nobody = state("task", "upsert", None);
+    nobody["about"] = json!("nobody");
+    own["about"] = json!("speaker");
+    let ann = for_person(
+        &Memory::default(),
+        "ann",
+        event(),
+        json!({"state_updates": [own, nobody],
+               "preference_updates": [pref("confirm", "food", "like", "celery")]}),
+    );
+    assert_eq!(ann.states[0].person.as_deref(), Some("ann"));
+    assert_eq!(ann.states[1].person, None);
+    assert_eq!(ann.preferences[0].person, "ann");
+
+    let ben = for_person(
+        &ann,
+        "ben",
+        event(),
+        json!({"preference_updates": [pref("confirm", "food", "dislike", "celery")]}),
+    );
+    let standing: Vec<(&str, PreferenceStatus)> = ben
+        .preferences
+        .iter()
+        .map(|p| (p.person.as_str(), p.status))
+        .collect();
+    assert_eq!(
+        standing,
+        [
+            ("ann", PreferenceStatus::Confirmed),
+            ("ben", PreferenceStatus::Confirmed)
+        ]
+    );
+
+    // Ben revises the state about no one: it stays about no one.
+    let id = ann.states[1].state_id;
+    let revised = for_person(
+        &ann,
+        "ben",
+        event(),
+        json!({"state_updates": [state("task", "upsert", Some(id))]}),
+    );
+    assert_eq!(revised.states[1].person, None);
+
+    let mut named = state("fact", "upsert", None);
+    named["about"] = json!("ann");
+    let errors = rejected(&Memory::default(), json!({"state_updates": [named]}));
+    assert!(has(&errors, "state_updates[0].about"), "{errors:?}");
+}

@@ -41,6 +41,9 @@ struct ChatRequest {
     text: Option<String>,
     /// Client's idempotency key: a retried request joins the first one's turn.
     request_id: Option<String>,
+    /// Who is speaking (the person whose memory the persona reads and writes); absent: the
+    /// default person, `user`.
+    user_id: Option<String>,
 }
 
 /// A validated chat message.
@@ -49,6 +52,8 @@ pub(crate) struct ChatInput {
     pub(crate) session_id: String,
     text: String,
     request_id: Option<String>,
+    /// The speaker: `user_id`, or the default person.
+    speaker: String,
 }
 
 /// A session key's alphabet (no `.` or `..`), shorter.
@@ -96,10 +101,21 @@ pub(crate) fn parse(body: &[u8], max_chars: usize) -> Result<ChatInput, ApiError
             ));
         }
     }
+    if let Some(u) = &req.user_id {
+        if !valid_id(u) {
+            return Err(ApiError::bad_request(
+                "invalid_user_id",
+                "user_id must be 1-128 characters of A-Z a-z 0-9 - _ . : @",
+            ));
+        }
+    }
     Ok(ChatInput {
         session_id,
         text,
         request_id: req.request_id,
+        speaker: req
+            .user_id
+            .unwrap_or_else(|| ghost_shared::memory::DEFAULT_PERSON.to_owned()),
     })
 }
 
@@ -253,7 +269,7 @@ async fn append_message(
     let message = UserMessageReceived {
         session_id: input.session_id.clone(),
         channel: Channel::Http,
-        speaker: "user".into(),
+        speaker: input.speaker,
         text: input.text,
         external_id: input.request_id,
         reply_to: None,
@@ -462,5 +478,21 @@ mod tests {
             "invalid_json"
         );
         assert!(parse(br#"{"session_id":"s-1","text":"hi"}"#, 10).is_ok());
+        assert_eq!(
+            code(r#"{"session_id":"s","text":"hi","user_id":"a b"}"#),
+            "invalid_user_id"
+        );
+        assert_eq!(
+            parse(br#"{"session_id":"s","text":"hi","user_id":"ann"}"#, 10)
+                .unwrap()
+                .speaker,
+            "ann"
+        );
+        assert_eq!(
+            parse(br#"{"session_id":"s","text":"hi"}"#, 10)
+                .unwrap()
+                .speaker,
+            "user"
+        );
     }
 }

@@ -1,6 +1,8 @@
-//! `GET /api/memory?persona=ID`: what a persona remembers (issue 12) — its current states,
-//! the user's preferences as it holds them and its interest state, read from the `memory`
-//! projection.
+//! `GET /api/memory?persona=ID[&person=P]`: what a persona remembers (issue 12) — its
+//! current states (each naming whom it is about, `null` for no one), each person's
+//! preferences as it holds them and its interest state, read from the `memory` projection.
+//! With `person`, only what a turn with that person reads: their states and preferences and
+//! the states about no one (issue 35).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,11 +15,12 @@ use crate::error::ApiError;
 use crate::extract::Query;
 use crate::AppState;
 
-/// `?persona=<id>`; the chat persona when absent.
+/// `?persona=<id>`; the chat persona when absent. `&person=<id>`: one person's view.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryParams {
     persona: Option<String>,
+    person: Option<String>,
 }
 
 /// The answer.
@@ -43,8 +46,17 @@ pub async fn get(
             format!("no character {persona} in characters.yaml"),
         ));
     }
-    let memory = MemoryProjection::load(state.ctx.store().pool(), &persona)
-        .await
-        .map_err(|e| ApiError::store("cannot read the memory", &e))?;
+    let pool = state.ctx.store().pool();
+    let memory = match &params.person {
+        Some(person) if person.is_empty() || person.len() > 256 => {
+            return Err(ApiError::bad_request(
+                "invalid_person",
+                "person must be 1-256 characters",
+            ))
+        }
+        Some(person) => MemoryProjection::load_for(pool, &persona, person).await,
+        None => MemoryProjection::load(pool, &persona).await,
+    }
+    .map_err(|e| ApiError::store("cannot read the memory", &e))?;
     Ok(Json(MemoryAnswer { persona, memory }))
 }

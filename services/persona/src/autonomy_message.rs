@@ -19,6 +19,7 @@ use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::{ServiceContext, ServiceError};
@@ -120,13 +121,14 @@ impl MessageRenderer {
         })
     }
 
-    /// The persona's confirmed preferences and attention now (none when memory cannot be
+    /// The persona's attention now and the confirmed preferences of the console's user
+    /// (the default person, whom autonomy messages are said to; none when memory cannot be
     /// read: the message is still said).
     async fn cares(&self) -> Cares {
         let pool = self.ctx.store().pool();
         let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
-        match MemoryProjection::load_focus(pool, &self.character.name).await {
+        match MemoryProjection::load_focus(pool, &self.character.name, DEFAULT_PERSON).await {
             Ok(memory) => Cares::of(&memory, now, tau),
             Err(e) => {
                 warn!(error = %e, "memory unreadable; the message knows no preferences");

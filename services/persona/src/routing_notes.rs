@@ -113,6 +113,7 @@ mod tests {
             session_id: "s".into(),
             channel: Channel::Http,
             user_event_id: uuid::Uuid::nil(),
+            person: None,
             user_text: "x".into(),
             work_result: None,
             declaration: None,

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{AssistantReplied, UserMessageReceived};
-use ghost_shared::memory::vocab::{PreferenceStatus, StateStatus};
+use ghost_shared::memory::vocab::{PreferenceStatus, StateAbout, StateStatus};
 use ghost_shared::memory::Memory;
 
 /// Which kind of utterance the turn is.
@@ -31,6 +31,9 @@ pub struct TurnInput {
     pub user_text: Option<String>,
     /// The user's message event; `null` for an autonomy message.
     pub user_event_id: Option<Uuid>,
+    /// Who spoke to the persona (the person whose memory the plan reads and writes; for
+    /// an autonomy message, the console's user).
+    pub person: String,
     /// What the persona said.
     pub reply_text: String,
     /// Images of the turn, described (none are described yet: the media ids are listed).
@@ -83,21 +86,38 @@ pub fn recent_events(events: &[RecordedEvent], before: i32, limit: usize) -> Vec
 }
 
 /// The memory part: active states and standing preferences (newest first, at most
-/// `limit` each) and the interest state with its weights decayed to `now`.
+/// `limit` each) and the interest state with its weights decayed to `now`. `memory` is the
+/// speaker's (and no one's): each state says whom it is about as the plan's `about` does,
+/// and the person's id stays out (the turn names them once).
 pub fn memory_input(memory: &Memory, now: f64, tau_secs: f64, limit: usize) -> Value {
-    let states: Vec<&_> = memory
+    let states: Vec<Value> = memory
         .states
         .iter()
         .rev()
         .filter(|s| s.status == StateStatus::Active)
         .take(limit)
+        .map(|s| {
+            let mut v = json!(s);
+            let about = match s.person {
+                Some(_) => StateAbout::Speaker,
+                None => StateAbout::Nobody,
+            };
+            v["about"] = json!(about.as_str());
+            v.as_object_mut().map(|o| o.remove("person"));
+            v
+        })
         .collect();
-    let preferences: Vec<&_> = memory
+    let preferences: Vec<Value> = memory
         .preferences
         .iter()
         .rev()
         .filter(|p| p.status != PreferenceStatus::Revoked)
         .take(limit)
+        .map(|p| {
+            let mut v = json!(p);
+            v.as_object_mut().map(|o| o.remove("person"));
+            v
+        })
         .collect();
     let interest = memory.interest_at(now, tau_secs);
     json!({"states": states, "preferences": preferences, "interest": interest})

@@ -17,7 +17,7 @@ use ghost_shared::events::{
 };
 use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
-use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan};
+use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan, DEFAULT_PERSON};
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::template::unknown_placeholder;
@@ -110,6 +110,8 @@ impl Planner {
                 kind: UtteranceKind::AutonomyMessage,
                 user_text: None,
                 user_event_id: None,
+                // Said to the console, whose user is the default person.
+                person: DEFAULT_PERSON.to_owned(),
                 reply_text: reply.text.clone(),
                 images: Vec::new(),
             });
@@ -125,6 +127,9 @@ impl Planner {
             kind: UtteranceKind::Reply,
             user_text: Some(user.as_ref().map(|m| m.text.clone()).unwrap_or_default()),
             user_event_id: Some(user_event_id),
+            person: user
+                .as_ref()
+                .map_or_else(|| DEFAULT_PERSON.to_owned(), |m| m.speaker.clone()),
             reply_text: reply.text.clone(),
             images: user
                 .and_then(|m| m.image)
@@ -155,7 +160,8 @@ impl EventHandler for Planner {
         };
         let settings = &self.ctx.config.ghost.memory;
         let now = event.recorded_at.timestamp_micros() as f64 / 1e6;
-        let memory = self.writer.load(&reply.speaker).await?;
+        let turn = self.turn(&reply).await?;
+        let memory = self.writer.load_for(&reply.speaker, &turn.person).await?;
         let tail = self
             .ctx
             .store()
@@ -165,7 +171,6 @@ impl EventHandler for Planner {
             )
             .await
             .map_err(HandlerError::transient)?;
-        let turn = self.turn(&reply).await?;
         let recent = recent_events(&tail, event.version, settings.plan_recent_events);
         let ids = plan_ids(
             event.event_id,
@@ -208,7 +213,7 @@ impl EventHandler for Planner {
         };
 
         let _serial = self.writer.serial().await;
-        let memory = self.writer.load(&reply.speaker).await?;
+        let memory = self.writer.load_for(&reply.speaker, &turn.person).await?;
         let parsed = answer
             .clone()
             .and_then(|a| WritePlan::parse(&a))
@@ -227,6 +232,7 @@ impl EventHandler for Planner {
             Ok(checked) => {
                 let ctx = ApplyContext {
                     persona: &reply.speaker,
+                    person: &turn.person,
                     event_id: event.event_id,
                     now,
                     interest_tau_secs: settings.interest_tau_secs,

@@ -57,10 +57,19 @@ impl MemoryWriter {
         ))
     }
 
-    /// `persona`'s memory with every committed change in it.
+    /// `persona`'s memory with every committed change in it (every person's).
     pub async fn load(&self, persona: &str) -> Result<Memory, HandlerError> {
         self.caught_up().await?;
         MemoryProjection::load(self.ctx.store().pool(), persona)
+            .await
+            .map_err(HandlerError::transient)
+    }
+
+    /// `persona`'s memory of `person` (and of no one) with every committed change in it:
+    /// what a plan for an utterance to `person` may read and change.
+    pub async fn load_for(&self, persona: &str, person: &str) -> Result<Memory, HandlerError> {
+        self.caught_up().await?;
+        MemoryProjection::load_for(self.ctx.store().pool(), persona, person)
             .await
             .map_err(HandlerError::transient)
     }

@@ -8,8 +8,8 @@ use crate::llm::Contract;
 use crate::memory::model::GOAL_PREFIX;
 use crate::memory::plan::WritePlan;
 use crate::memory::vocab::{
-    InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateKind,
-    StateOp,
+    InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateAbout,
+    StateKind, StateOp,
 };
 
 /// Tokens a plan may take: every list and text is bounded below, so the largest plan the
@@ -52,6 +52,7 @@ pub fn contract(ids: &PlanIds) -> Contract {
         .allow(&["state_updates", "[]", "kind"], StateKind::NAMES)
         .allow(&["state_updates", "[]", "op"], state_ops)
         .allow(&["state_updates", "[]", "state_id"], &ids.states)
+        .allow(&["state_updates", "[]", "about"], StateAbout::NAMES)
         .max_length(&["state_updates", "[]", "body_text"], 120)
         .min_length(&["state_updates", "[]", "body_text"], 1)
         .max_length(&["state_updates", "[]", "reason"], 60)
@@ -147,7 +148,7 @@ mod tests {
     fn plan(evidence: &str, state_id: &str, kind: &str) -> String {
         format!(
             r#"{{"event_annotations":null,"state_updates":[{{"kind":"{kind}","op":"upsert",
-            "state_id":{state_id},"body_text":"likes tea","payload":null,"confidence":0.8,"salience":0.5,
+            "state_id":{state_id},"about":"speaker","body_text":"likes tea","payload":null,"confidence":0.8,"salience":0.5,
             "valid_from_ts":null,"valid_to_ts":null,"evidence_event_ids":{evidence},"reason":"said so"}}],
             "preference_updates":[],"event_affect":null,"context_updates":{{"threads":[],"links":[]}},
             "interest_update":null}}"#
@@ -159,6 +160,9 @@ mod tests {
         let c = contract(&ids());
         let cur = r#"["11111111-1111-1111-1111-111111111111"]"#;
         assert!(c.admits(&plan(cur, "null", "fact")), "{}", c.schema);
+        // Whom a state is about is one of two words, never a name.
+        let named = plan(cur, "null", "fact").replace(r#""speaker""#, r#""Ann""#);
+        assert!(!c.admits(&named));
         let both =
             r#"["11111111-1111-1111-1111-111111111111","22222222-2222-2222-2222-222222222222"]"#;
         assert!(c.admits(&plan(both, "null", "fact")));

@@ -5,9 +5,9 @@
 use uuid::Uuid;
 
 use super::interest::DEFAULT_TAU_SECS;
-use super::model::{InterestState, Memory, MemoryState, Preference};
+use super::model::{InterestState, Memory, MemoryState, Preference, DEFAULT_PERSON};
 use super::validate::{CheckedPlan, CheckedPreferenceUpdate, CheckedStateUpdate};
-use super::vocab::{PreferenceOp, PreferenceStatus, StateOp, StateStatus};
+use super::vocab::{PreferenceOp, PreferenceStatus, StateAbout, StateOp, StateStatus};
 use crate::envelope::EventPayload;
 use crate::events::{
     EventAnnotated, InterestStateUpdated, PreferenceUpdated, StateClosed, StateUpserted,
@@ -19,6 +19,9 @@ use crate::ids::derive_event_id;
 pub struct ApplyContext<'a> {
     /// The persona whose memory it is.
     pub persona: &'a str,
+    /// The person who spoke: the plan's preferences are theirs, its new states about them
+    /// unless it says `nobody`.
+    pub person: &'a str,
     /// The utterance the plan is about.
     pub event_id: Uuid,
     /// Now (Unix seconds): the interest decay runs up to here.
@@ -28,10 +31,11 @@ pub struct ApplyContext<'a> {
 }
 
 impl<'a> ApplyContext<'a> {
-    /// A context with the default decay (3 days).
+    /// A context for the default person with the default decay (3 days).
     pub fn new(persona: &'a str, event_id: Uuid, now: f64) -> Self {
         Self {
             persona,
+            person: DEFAULT_PERSON,
             event_id,
             now,
             interest_tau_secs: DEFAULT_TAU_SECS,
@@ -104,7 +108,7 @@ pub fn apply_plan(
         record(&mut memory, format!("write-plan/state/{}", u.index), change);
     }
     for (i, u) in plan.preferences.iter().enumerate() {
-        for (suffix, preference) in preference_changes(&memory, u) {
+        for (suffix, preference) in preference_changes(&memory, u, ctx.person) {
             let change = MemoryChange::PreferenceUpdated(PreferenceUpdated {
                 persona: ctx.persona.to_owned(),
                 source_event_id: ctx.event_id,
@@ -152,6 +156,11 @@ fn state_change(memory: &Memory, u: &CheckedStateUpdate, ctx: ApplyContext<'_>) 
         .state_id
         .unwrap_or_else(|| derive_event_id(ctx.event_id, &format!("state/{}", u.index)));
     let revision = existing.map_or(1, |s| s.revision + 1);
+    let person = match (existing, u.about) {
+        (Some(s), _) => s.person.clone(),
+        (None, StateAbout::Speaker) => Some(ctx.person.to_owned()),
+        (None, StateAbout::Nobody) => None,
+    };
     match u.op {
         StateOp::Upsert => MemoryChange::StateUpserted(StateUpserted {
             persona: ctx.persona.to_owned(),
@@ -174,6 +183,7 @@ fn state_change(memory: &Memory, u: &CheckedStateUpdate, ctx: ApplyContext<'_>) 
                 revision,
                 evidence_event_ids: u.evidence_event_ids.clone(),
                 reason: u.reason.clone(),
+                person,
             },
         }),
         StateOp::Close | StateOp::MarkDone => {
@@ -191,6 +201,7 @@ fn state_change(memory: &Memory, u: &CheckedStateUpdate, ctx: ApplyContext<'_>) 
                 revision: 0,
                 evidence_event_ids: Vec::new(),
                 reason: String::new(),
+                person,
             });
             state.status = if u.op == StateOp::Close {
                 StateStatus::Closed
@@ -217,16 +228,16 @@ fn state_change(memory: &Memory, u: &CheckedStateUpdate, ctx: ApplyContext<'_>) 
     }
 }
 
-/// The preferences `u` sets, each with the suffix of its step.
+/// The preferences `u` sets for `person`, each with the suffix of its step.
 fn preference_changes(
     memory: &Memory,
     u: &CheckedPreferenceUpdate,
+    person: &str,
 ) -> Vec<(&'static str, Preference)> {
     let find = |polarity| {
-        memory
-            .preferences
-            .iter()
-            .find(|p| p.polarity == polarity && p.has_key(u.domain, &u.subject_key))
+        memory.preferences.iter().find(|p| {
+            p.person == person && p.polarity == polarity && p.has_key(u.domain, &u.subject_key)
+        })
     };
     let existing = find(u.polarity);
     let with = |status| Preference {
@@ -235,6 +246,7 @@ fn preference_changes(
         polarity: u.polarity,
         status,
         confidence: u.confidence,
+        person: person.to_owned(),
     };
     match u.op {
         PreferenceOp::UpsertCandidate => match existing {
@@ -287,11 +299,11 @@ impl Memory {
             }
             MemoryChange::PreferenceUpdated(p) => {
                 let new = &p.preference;
-                match self
-                    .preferences
-                    .iter_mut()
-                    .find(|q| q.polarity == new.polarity && q.has_key(new.domain, &p.subject_key))
-                {
+                match self.preferences.iter_mut().find(|q| {
+                    q.person == new.person
+                        && q.polarity == new.polarity
+                        && q.has_key(new.domain, &p.subject_key)
+                }) {
                     Some(q) => *q = new.clone(),
                     None => self.preferences.push(new.clone()),
                 }

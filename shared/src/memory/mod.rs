@@ -24,6 +24,8 @@ pub mod validate;
 pub mod vocab;
 
 pub use apply::{apply_plan, ApplyContext, MemoryChange, PlannedChange};
-pub use model::{subject_key, AttentionTarget, InterestState, Memory, MemoryState, Preference};
+pub use model::{
+    subject_key, AttentionTarget, InterestState, Memory, MemoryState, Preference, DEFAULT_PERSON,
+};
 pub use plan::{ContextUpdates, EventAffect, EventAnnotations, StatePayload, WritePlan};
 pub use validate::{validate, CheckedPlan};

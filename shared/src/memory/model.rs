@@ -10,14 +10,14 @@ use super::vocab::{
     TargetType,
 };
 
-/// One persona's memory.
+/// One persona's memory (of everyone, or of one person and what is about no one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Memory {
     /// States, current revision of each.
     #[serde(default)]
     pub states: Vec<MemoryState>,
-    /// Preferences, one per (domain, subject key, polarity).
+    /// Preferences, one per (person, domain, subject key, polarity).
     #[serde(default)]
     pub preferences: Vec<Preference>,
     /// The interest state (`None`: nothing recorded yet).
@@ -62,6 +62,10 @@ pub struct MemoryState {
     /// Why this revision was made.
     #[serde(default)]
     pub reason: String,
+    /// Whom it is about (`None`: no one in particular, such as the persona's own plans). A
+    /// revision stored before memory was per person lacks the field: the default person's.
+    #[serde(default = "default_person_of_state")]
+    pub person: Option<String>,
 }
 
 impl MemoryState {
@@ -79,6 +83,18 @@ pub fn payload_topic(payload: &serde_json::Value) -> Option<&str> {
         .get("topic")?
         .as_str()
         .filter(|t| !t.trim().is_empty())
+}
+
+/// The person memory belongs to when nobody is named: the HTTP API's and the console's user,
+/// and every memory written before memory was per person.
+pub const DEFAULT_PERSON: &str = "user";
+
+fn default_person_of_state() -> Option<String> {
+    Some(DEFAULT_PERSON.to_owned())
+}
+
+fn default_person() -> String {
+    DEFAULT_PERSON.to_owned()
 }
 
 fn active() -> StateStatus {
@@ -103,6 +119,9 @@ pub struct Preference {
     pub status: PreferenceStatus,
     /// How sure, 0..=1.
     pub confidence: f64,
+    /// Whose preference it is (stored before memory was per person: the default person's).
+    #[serde(default = "default_person")]
+    pub person: String,
 }
 
 impl Preference {

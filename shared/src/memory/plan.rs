@@ -90,6 +90,10 @@ pub struct StateUpdate {
     /// The state changed (absent: a new state).
     #[serde(default)]
     pub state_id: Option<String>,
+    /// `speaker|nobody`: whom a new state is about (absent: the speaker). A revision stays
+    /// about whom the state was about.
+    #[serde(default)]
+    pub about: Option<String>,
     /// The text, in the persona's first-person view.
     #[serde(default, alias = "body")]
     pub body_text: String,

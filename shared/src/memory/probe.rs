@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::apply::{apply_plan, ApplyContext};
 use super::interest::DEFAULT_TAU_SECS;
-use super::model::Memory;
+use super::model::{Memory, DEFAULT_PERSON};
 use super::plan::WritePlan;
 use super::validate::validate;
 
@@ -25,6 +25,10 @@ pub struct ProbeInput {
     /// The persona (default `probe`); only recorded in the changes.
     #[serde(default)]
     pub persona: Option<String>,
+    /// The person who spoke (default: the default person): whose preferences and new states
+    /// the plan writes.
+    #[serde(default)]
+    pub person: Option<String>,
 }
 
 /// The probe's output.
@@ -59,6 +63,7 @@ pub fn run(input: ProbeInput, now: f64) -> ProbeOutput {
             let persona = input.persona.as_deref().unwrap_or("probe");
             let ctx = ApplyContext {
                 persona,
+                person: input.person.as_deref().unwrap_or(DEFAULT_PERSON),
                 event_id: input.event_id,
                 now,
                 interest_tau_secs: DEFAULT_TAU_SECS,

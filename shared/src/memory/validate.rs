@@ -6,8 +6,8 @@ use uuid::Uuid;
 use super::model::{goal_ref, goal_ref_text, subject_display, subject_key, Memory};
 use super::plan::{ContextUpdates, EventAffect, EventAnnotations, StatePayload, WritePlan};
 use super::vocab::{
-    InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateKind,
-    StateOp, StateStatus, TargetType,
+    InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateAbout,
+    StateKind, StateOp, StateStatus, TargetType,
 };
 
 /// A state update that passed the rules.
@@ -21,6 +21,8 @@ pub struct CheckedStateUpdate {
     pub op: StateOp,
     /// The existing state it changes, if any.
     pub state_id: Option<Uuid>,
+    /// Whom a new state is about.
+    pub about: StateAbout,
     /// The text.
     pub body_text: String,
     /// The ordering keys (topic as shown: NFKC, trimmed).
@@ -374,6 +376,15 @@ fn state_update(
         StateKind::NAMES,
     );
     let op = e.listed(&format!("{at}.op"), &u.op, StateOp::parse, StateOp::NAMES);
+    let about = match u.about.as_deref() {
+        None => Some(StateAbout::Speaker),
+        Some(text) => e.listed(
+            &format!("{at}.about"),
+            text,
+            StateAbout::parse,
+            StateAbout::NAMES,
+        ),
+    };
     e.unit(&format!("{at}.confidence"), u.confidence);
     if let Some(s) = u.salience {
         e.unit(&format!("{at}.salience"), s);
@@ -448,6 +459,7 @@ fn state_update(
         kind: kind?,
         op: op?,
         state_id,
+        about: about?,
         body_text: u.body_text.trim().to_owned(),
         payload,
         confidence: u.confidence,

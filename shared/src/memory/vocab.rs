@@ -52,6 +52,16 @@ vocab!(
 );
 
 vocab!(
+    /// Whom a new state is about (memory is per person: issue 35).
+    StateAbout {
+        /// The person who spoke in this turn (the default).
+        Speaker => "speaker",
+        /// No one in particular: the persona's own plans and moods, the world.
+        Nobody => "nobody",
+    }
+);
+
+vocab!(
     /// What a state update does.
     StateOp {
         /// Create a state (no `state_id`) or add a revision to one.

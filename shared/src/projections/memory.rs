@@ -2,6 +2,8 @@
 //! write plan's annotations, from the memory events (`StateUpserted`, `StateClosed`,
 //! `PreferenceUpdated`, `InterestStateUpdated`, `EventAnnotated`). Each event carries the
 //! values it sets, so applying one is a plain upsert and a rebuild gives identical rows.
+//! Memory is per person (issue 35): a state is about one person or no one, a preference is
+//! one person's; a turn reads [`MemoryProjection::load_for`] its speaker.
 
 use serde_json::Value;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
@@ -31,18 +33,38 @@ impl MemoryProjection {
     /// Projection name (checkpoint key, CLI argument).
     pub const NAME: &'static str = "memory";
 
-    /// `persona`'s memory as the write plan reads it: current states, preferences and the
-    /// interest state.
+    /// `persona`'s whole memory: every person's states and preferences, and the interest
+    /// state (the API's and export's view, and the interest update's).
     pub async fn load<'e>(
         executor: impl PgExecutor<'e> + Copy,
         persona: &str,
     ) -> Result<Memory, sqlx::Error> {
+        Self::load_scoped(executor, persona, None).await
+    }
+
+    /// `persona`'s memory of `person`, as a turn with them reads it: the states about them
+    /// or about no one, their preferences, and the interest state. Never another person's.
+    pub async fn load_for<'e>(
+        executor: impl PgExecutor<'e> + Copy,
+        persona: &str,
+        person: &str,
+    ) -> Result<Memory, sqlx::Error> {
+        Self::load_scoped(executor, persona, Some(person)).await
+    }
+
+    async fn load_scoped<'e>(
+        executor: impl PgExecutor<'e> + Copy,
+        persona: &str,
+        person: Option<&str>,
+    ) -> Result<Memory, sqlx::Error> {
         let states = sqlx::query(
             "SELECT state_id, kind, status, body_text, payload, confidence, salience, valid_from_ts, \
-             valid_to_ts, revision, evidence_event_ids, reason FROM memory_states \
-             WHERE persona = $1 ORDER BY position, state_id",
+             valid_to_ts, revision, evidence_event_ids, reason, person FROM memory_states \
+             WHERE persona = $1 AND ($2::text IS NULL OR person = $2 OR person IS NULL) \
+             ORDER BY position, state_id",
         )
         .bind(persona)
+        .bind(person)
         .fetch_all(executor)
         .await?
         .iter()
@@ -50,21 +72,33 @@ impl MemoryProjection {
         .collect::<Result<Vec<_>, _>>()?;
         Ok(Memory {
             states,
-            ..Self::load_focus(executor, persona).await?
+            ..Self::load_focus_scoped(executor, persona, person).await?
         })
     }
 
-    /// `persona`'s preferences and interest state without the states: all recall's focus
-    /// hint needs (the states can number thousands; recall searches them in SQL instead).
+    /// `persona`'s preferences of `person` and its interest state, without the states: all
+    /// recall's focus hint needs (the states can number thousands; recall searches them in
+    /// SQL instead).
     pub async fn load_focus<'e>(
         executor: impl PgExecutor<'e> + Copy,
         persona: &str,
+        person: &str,
+    ) -> Result<Memory, sqlx::Error> {
+        Self::load_focus_scoped(executor, persona, Some(person)).await
+    }
+
+    async fn load_focus_scoped<'e>(
+        executor: impl PgExecutor<'e> + Copy,
+        persona: &str,
+        person: Option<&str>,
     ) -> Result<Memory, sqlx::Error> {
         let preferences = sqlx::query(
-            "SELECT domain, subject, polarity, status, confidence FROM preferences \
-             WHERE persona = $1 ORDER BY position, domain, subject_key, polarity",
+            "SELECT domain, subject, polarity, status, confidence, person FROM preferences \
+             WHERE persona = $1 AND ($2::text IS NULL OR person = $2) \
+             ORDER BY position, person, domain, subject_key, polarity",
         )
         .bind(persona)
+        .bind(person)
         .fetch_all(executor)
         .await?
         .iter()
@@ -75,6 +109,7 @@ impl MemoryProjection {
                 "polarity": r.try_get::<String, _>("polarity")?,
                 "status": r.try_get::<String, _>("status")?,
                 "confidence": r.try_get::<f64, _>("confidence")?,
+                "person": r.try_get::<String, _>("person")?,
             });
             serde_json::from_value::<Preference>(json).map_err(decode_error)
         })
@@ -140,6 +175,7 @@ fn state_from_row(r: &sqlx::postgres::PgRow) -> Result<MemoryState, sqlx::Error>
         "revision": r.try_get::<i32, _>("revision")?,
         "evidence_event_ids": r.try_get::<Vec<Uuid>, _>("evidence_event_ids")?,
         "reason": r.try_get::<String, _>("reason")?,
+        "person": r.try_get::<Option<String>, _>("person")?,
     });
     serde_json::from_value(json).map_err(decode_error)
 }
@@ -166,15 +202,15 @@ async fn upsert_state(
     // The newest revision wins; an older one arriving late changes nothing.
     sqlx::query(
         "INSERT INTO memory_states (persona, state_id, kind, status, body_text, payload, confidence, \
-         salience, valid_from_ts, valid_to_ts, revision, evidence_event_ids, reason, source_event_id, position) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         salience, valid_from_ts, valid_to_ts, revision, evidence_event_ids, reason, source_event_id, position, \
+         person) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (state_id) DO UPDATE SET kind = EXCLUDED.kind, status = EXCLUDED.status, \
          body_text = EXCLUDED.body_text, payload = EXCLUDED.payload, confidence = EXCLUDED.confidence, \
          salience = EXCLUDED.salience, valid_from_ts = EXCLUDED.valid_from_ts, \
          valid_to_ts = EXCLUDED.valid_to_ts, revision = EXCLUDED.revision, \
          evidence_event_ids = EXCLUDED.evidence_event_ids, reason = EXCLUDED.reason, \
-         source_event_id = EXCLUDED.source_event_id, position = EXCLUDED.position \
-         WHERE memory_states.revision < EXCLUDED.revision",
+         source_event_id = EXCLUDED.source_event_id, position = EXCLUDED.position, \
+         person = EXCLUDED.person WHERE memory_states.revision < EXCLUDED.revision",
     )
     .bind(persona)
     .bind(s.state_id)
@@ -191,6 +227,7 @@ async fn upsert_state(
     .bind(&s.reason)
     .bind(source_event_id)
     .bind(event.position)
+    .bind(&s.person)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -233,9 +270,9 @@ impl Projection for MemoryProjection {
                 let p = &e.preference;
                 sqlx::query(
                     "INSERT INTO preferences (persona, domain, subject_key, polarity, subject, status, \
-                     confidence, evidence_event_ids, reason, source_event_id, position) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-                     ON CONFLICT (persona, domain, subject_key, polarity) DO UPDATE SET \
+                     confidence, evidence_event_ids, reason, source_event_id, position, person) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                     ON CONFLICT (persona, person, domain, subject_key, polarity) DO UPDATE SET \
                      subject = EXCLUDED.subject, status = EXCLUDED.status, confidence = EXCLUDED.confidence, \
                      evidence_event_ids = EXCLUDED.evidence_event_ids, reason = EXCLUDED.reason, \
                      source_event_id = EXCLUDED.source_event_id, position = EXCLUDED.position",
@@ -251,6 +288,7 @@ impl Projection for MemoryProjection {
                 .bind(&e.reason)
                 .bind(e.source_event_id)
                 .bind(event.position)
+                .bind(&p.person)
                 .execute(&mut **tx)
                 .await?;
                 Ok(())

@@ -29,6 +29,14 @@ impl RecordedRequest {
             .and_then(message_text)
     }
 
+    /// The last `user` message parsed as JSON (what Ghost's structured calls send), or
+    /// `null` when it is absent or not JSON.
+    pub fn last_user_json(&self) -> Value {
+        self.last_user_text()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null)
+    }
+
     /// Text of all `system` messages, joined with newlines.
     pub fn system_text(&self) -> Option<String> {
         let texts: Vec<String> = self

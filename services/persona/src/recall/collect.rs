@@ -47,6 +47,8 @@ const PER_SOURCE: i64 = 40;
 pub struct Scope<'a> {
     /// The persona recalling.
     pub persona: &'a str,
+    /// The person who spoke: only their memories and those about no one are recalled.
+    pub person: &'a str,
     /// The conversation being answered (its own turns are already in the prompt).
     pub session_id: &'a str,
     /// The per-source bound.
@@ -200,7 +202,8 @@ struct TrigramSource {
     columns: &'static str,
     table: &'static str,
     text: &'static str,
-    /// A condition on `$scope` (the scope value's parameter), plus any fixed ones.
+    /// A condition on `$scope` (the scope value's parameter) and `$person` (the speaker),
+    /// plus any fixed ones.
     scope: &'static str,
 }
 
@@ -215,7 +218,7 @@ const STATES: TrigramSource = TrigramSource {
     columns: "state_id, kind, body_text",
     table: "memory_states",
     text: "body_text",
-    scope: "persona = $scope AND status = 'active'",
+    scope: "persona = $scope AND status = 'active' AND (person IS NULL OR person = $person)",
 };
 
 /// The rows of `source` most similar to `query`, with their score as `s`.
@@ -229,6 +232,7 @@ async fn trigram_rows(
     threshold: f64,
     query: &str,
     scope_value: &str,
+    person: &str,
 ) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
     let TrigramSource {
         columns,
@@ -239,7 +243,7 @@ async fn trigram_rows(
     let terms = super::terms::search_terms(query);
     let indexed = super::terms::indexed(&terms);
     if indexed.is_empty() {
-        let scope = scope.replace("$scope", "$2");
+        let scope = scope.replace("$scope", "$2").replace("$person", "$4");
         let mut tx = pool.begin().await?;
         sqlx::query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)")
             .bind(threshold.to_string())
@@ -256,19 +260,20 @@ async fn trigram_rows(
             .bind(query)
             .bind(scope_value)
             .bind(PER_SOURCE)
+            .bind(person)
             .fetch_all(&mut *tx)
             .await?;
         tx.commit().await?;
         return Ok(rows);
     }
-    // `$4..`: one `lower(text) LIKE '%term%'` each, OR-ed: a bitmap OR of scans of the
+    // `$5..`: one `lower(text) LIKE '%term%'` each, OR-ed: a bitmap OR of scans of the
     // trigram index on `lower(text)` (migration 0080; ILIKE rechecks three times slower).
     // The score is the share of all terms the row holds; recency breaks ties.
     let any_term = (0..indexed.len())
-        .map(|i| format!("lower({text}) LIKE ${}", i + 4))
+        .map(|i| format!("lower({text}) LIKE ${}", i + 5))
         .collect::<Vec<_>>()
         .join(" OR ");
-    let scope = scope.replace("$scope", "$1");
+    let scope = scope.replace("$scope", "$1").replace("$person", "$4");
     let sql = format!(
         "SELECT {columns}, \
          ((SELECT count(*) FROM unnest($3::text[]) AS t(term) WHERE strpos(lower({text}), t.term) > 0)::float8 \
@@ -278,7 +283,8 @@ async fn trigram_rows(
     let mut q = sqlx::query(&sql)
         .bind(scope_value)
         .bind(PER_SOURCE)
-        .bind(&terms);
+        .bind(&terms)
+        .bind(person);
     for term in &indexed {
         // Terms are letters and digits only (see `search_terms`): nothing to escape.
         q = q.bind(format!("%{term}%"));
@@ -297,6 +303,7 @@ async fn trigram_events(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
         scope.similarity_threshold,
         query,
         scope.session_id,
+        scope.person,
     )
     .await?;
     rows.iter()
@@ -322,6 +329,7 @@ async fn trigram_states(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
         scope.similarity_threshold,
         query,
         scope.persona,
+        scope.person,
     )
     .await?;
     // A matching state outranks a matching utterance of the same similarity.
@@ -333,10 +341,11 @@ async fn trigram_states(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
 async fn recent_states(pool: &PgPool, scope: Scope<'_>) -> Rows {
     let rows = sqlx::query(
         "SELECT state_id, kind, body_text FROM memory_states WHERE persona = $1 AND status = 'active' \
-         ORDER BY position DESC LIMIT $2",
+         AND (person IS NULL OR person = $3) ORDER BY position DESC LIMIT $2",
     )
     .bind(scope.persona)
     .bind(PER_SOURCE / 2)
+    .bind(scope.person)
     .fetch_all(pool)
     .await?;
     rows.iter()
@@ -348,10 +357,11 @@ async fn recent_states(pool: &PgPool, scope: Scope<'_>) -> Rows {
 async fn preferences(pool: &PgPool, scope: Scope<'_>) -> Rows {
     let rows = sqlx::query(
         "SELECT domain, subject, subject_key, polarity, status FROM preferences \
-         WHERE persona = $1 AND status <> 'revoked' ORDER BY position DESC LIMIT $2",
+         WHERE persona = $1 AND person = $3 AND status <> 'revoked' ORDER BY position DESC LIMIT $2",
     )
     .bind(scope.persona)
     .bind(PER_SOURCE)
+    .bind(scope.person)
     .fetch_all(pool)
     .await?;
     rows.iter()
@@ -405,7 +415,7 @@ async fn vector_similar(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
     }
     // A failed backfill or query embedding fails the source (recorded as skipped).
     let to_protocol = |e: String| sqlx::Error::Protocol(e);
-    super::vector::backfill(pool, model, scope.persona, scope.session_id)
+    super::vector::backfill(pool, model, scope.persona, scope.person, scope.session_id)
         .await
         .map_err(to_protocol)?;
     let query_vector = model
@@ -418,6 +428,7 @@ async fn vector_similar(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
         pool,
         model,
         scope.persona,
+        scope.person,
         scope.session_id,
         &query_vector,
         PER_SOURCE as usize,

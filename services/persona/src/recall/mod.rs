@@ -28,6 +28,7 @@ use ghost_shared::contracts;
 use ghost_shared::events::{RecallPerformed, RenderRequested};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::retrieval::{focus_hint, retrieval_plan};
+use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::template::unknown_placeholder;
@@ -89,7 +90,8 @@ impl Recaller {
         let settings = &self.ctx.config.ghost.memory;
         let pool = self.ctx.store().pool();
         let started = Instant::now();
-        let memory = match MemoryProjection::load_focus(pool, &character.name).await {
+        let person = request.person.as_deref().unwrap_or(DEFAULT_PERSON);
+        let memory = match MemoryProjection::load_focus(pool, &character.name, person).await {
             Ok(m) => m,
             Err(e) => {
                 warn!(error = %e, "memory unreadable; recalling without the persona's focus");
@@ -103,6 +105,7 @@ impl Recaller {
         );
         let scope = Scope {
             persona: &character.name,
+            person,
             session_id: &request.session_id,
             source_timeout: Duration::from_millis(settings.recall_source_timeout_ms),
             similarity_threshold: settings.recall_similarity_threshold,

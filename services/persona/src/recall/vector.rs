@@ -34,18 +34,20 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// Embeds up to [`BACKFILL_BATCH`] utterances (other sessions) and active states of
-/// `persona` that have no vector for this model yet.
+/// `persona` about `person` or no one that have no vector for this model yet.
 pub async fn backfill(
     pool: &PgPool,
     model: &LlmClient,
     persona: &str,
+    person: &str,
     session_id: &str,
 ) -> Result<(), String> {
     let name = &model.config().model;
     let rows = sqlx::query(
         "(SELECT 'state:' || s.state_id AS item_id, s.persona, NULL::text AS session_id, \
                  '(' || s.kind || ') ' || s.body_text AS text \
-          FROM memory_states s WHERE s.persona = $1 AND s.status = 'active' AND NOT EXISTS \
+          FROM memory_states s WHERE s.persona = $1 AND s.status = 'active' \
+          AND (s.person IS NULL OR s.person = $5) AND NOT EXISTS \
           (SELECT 1 FROM memory_embeddings e WHERE e.item_id = 'state:' || s.state_id AND e.model = $3) \
           ORDER BY s.position DESC LIMIT $4) \
          UNION ALL \
@@ -59,6 +61,7 @@ pub async fn backfill(
     .bind(session_id)
     .bind(name)
     .bind(BACKFILL_BATCH)
+    .bind(person)
     .fetch_all(pool)
     .await
     .map_err(|e| format!("reading what to embed: {e}"))?;
@@ -165,19 +168,23 @@ pub async fn nearest(
     pool: &PgPool,
     model: &LlmClient,
     persona: &str,
+    person: &str,
     session_id: &str,
     query_vector: &[f32],
     limit: usize,
 ) -> Result<Vec<(String, String, f64)>, sqlx::Error> {
-    // Only active states: a closed one may still have a vector.
+    // Only active states about `person` or no one: a closed one may still have a vector,
+    // another person's has one too.
     let rows = sqlx::query(
         "SELECT e.item_id, e.text, e.vector FROM memory_embeddings e WHERE e.model = $1 AND \
          ((e.session_id IS NOT NULL AND e.session_id <> $3) OR (e.persona = $2 AND EXISTS \
-          (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active')))",
+          (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active' \
+           AND (s.person IS NULL OR s.person = $4))))",
     )
     .bind(&model.config().model)
     .bind(persona)
     .bind(session_id)
+    .bind(person)
     .fetch_all(pool)
     .await?;
     let mut scored = Vec::with_capacity(rows.len());

@@ -235,6 +235,7 @@ impl Router {
                 session_id: session_id.clone(),
                 channel: turn.message.channel,
                 user_event_id: turn.id(),
+                person: Some(turn.message.speaker.clone()),
                 user_text: turn.message.text.clone(),
                 work_result: None,
                 declaration: line,

@@ -195,6 +195,7 @@ impl Router {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
             user_event_id: turn.id(),
+            person: Some(turn.message.speaker.clone()),
             user_text: turn.message.text.clone(),
             work_result: Some({
                 if !sources.is_empty() && result.get("result").is_some() {

@@ -18,6 +18,7 @@ use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::ModelAnswerRejected;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
+use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
@@ -60,7 +61,9 @@ impl Deliberator {
                     None
                 }
             };
-        let memory = MemoryProjection::load(self.ctx.store().pool(), persona)
+        // Deliberation reports to the console, whose user is the default person: their
+        // memory and what is about no one, never another person's.
+        let memory = MemoryProjection::load_for(self.ctx.store().pool(), persona, DEFAULT_PERSON)
             .await
             .map_err(HandlerError::transient)?;
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
