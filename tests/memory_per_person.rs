@@ -295,3 +295,68 @@ async fn two_people_in_one_thread_and_one_group_keep_their_own_preferences() {
     assert_eq!(preferences(&c).await, expected);
     c.cleanup().await;
 }
+
+/// One HTTP chat turn as `user`.
+async fn chat_as(c: &ChannelApp, session: &str, user: &str, text: &str) {
+    let body = json!({"session_id": session, "text": text, "user_id": user}).to_string();
+    let response = c.app.post_chat_raw(body, Some(support::TOKEN)).await;
+    assert_eq!(response.status(), 200);
+    let events = support::read_sse(response).await;
+    assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+}
+
+/// What was said in other conversations is recalled only for the person it is theirs:
+/// their own words, and the persona's words where nobody else spoke. Ann's words in her
+/// conversation never reach Ben's recall; they reach hers in a later conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_persons_conversation_is_never_recalled() {
+    let c = spawn().await;
+    c.app.llm.set_responder(|r| {
+        if r.system_text()
+            .is_some_and(|s| s.contains("Before you answer, you recall"))
+        {
+            let ids: Vec<Value> = r.last_user_json()["candidates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["id"].clone())
+                .collect();
+            return Script::reply(&json!({"selected_ids": ids}).to_string());
+        }
+        match r.model.as_deref() {
+            Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
+            _ => Script::reply("the attic, noted"),
+        }
+    });
+    chat_as(&c, "ann-1", "ann", "the blue teapot is hidden in the attic").await;
+    chat_as(&c, "ben-1", "ben", "where is the blue teapot hidden?").await;
+    chat_as(&c, "ann-2", "ann", "where is the blue teapot hidden?").await;
+
+    let recalls: Vec<RecallPerformed> = c
+        .app
+        .store
+        .read_stream(&persona_stream("kuro"), 0)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.event_type == RecallPerformed::EVENT_TYPE)
+        .map(|e| e.decode().unwrap())
+        .collect();
+    let of = |session: &str| {
+        recalls
+            .iter()
+            .find(|r| r.session_id == session)
+            .unwrap_or_else(|| panic!("no recall in {session}"))
+            .selected_texts
+            .join("\n")
+    };
+    let ben = of("ben-1");
+    assert!(!ben.contains("attic"), "{ben}");
+    let ann = of("ann-2");
+    assert!(ann.contains("hidden in the attic"), "{ann}");
+    assert!(
+        ann.contains("the attic, noted"),
+        "her conversation's reply too: {ann}"
+    );
+    c.cleanup().await;
+}

@@ -181,15 +181,33 @@ fn event_row(r: &sqlx::postgres::PgRow, score: f64) -> Result<(String, String, f
     Ok((format!("event:{id}"), format!("({who}) {text}"), score))
 }
 
+/// Whether the utterance row `t` of another conversation is the person `$person`'s to
+/// recall: their own words anywhere, and the persona's words in a conversation nobody else
+/// spoke in (with them, or, for the default person, the console's autonomy messages). What
+/// the persona said in a group may carry another's memory: it stays in that group.
+const OWN_UTTERANCE: &str = "((t.role = 'user' AND t.speaker = $person) OR (t.role = 'assistant' \
+     AND NOT EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
+       AND o.role = 'user' AND o.speaker <> $person) \
+     AND ($person = 'user' OR EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
+       AND o.role = 'user' AND o.speaker = $person))))";
+
+/// [`OWN_UTTERANCE`] with the person as parameter `n`.
+pub(crate) fn own_utterance(n: usize) -> String {
+    OWN_UTTERANCE.replace("$person", &format!("${n}::text"))
+}
+
 async fn recent_events(pool: &PgPool, scope: Scope<'_>) -> Rows {
-    let rows = sqlx::query(
-        "SELECT event_id, role, text FROM assistant_text WHERE session_id <> $1 \
-         ORDER BY position DESC LIMIT $2",
-    )
-    .bind(scope.session_id)
-    .bind(PER_SOURCE / 2)
-    .fetch_all(pool)
-    .await?;
+    let sql = format!(
+        "SELECT t.event_id, t.role, t.text FROM assistant_text t WHERE t.session_id <> $1 \
+         AND {} ORDER BY t.position DESC LIMIT $2",
+        own_utterance(3)
+    );
+    let rows = sqlx::query(&sql)
+        .bind(scope.session_id)
+        .bind(PER_SOURCE / 2)
+        .bind(scope.person)
+        .fetch_all(pool)
+        .await?;
     // Newer first: 0.3 for the newest, less for older ones.
     rows.iter()
         .enumerate()
@@ -209,9 +227,9 @@ struct TrigramSource {
 
 const UTTERANCES: TrigramSource = TrigramSource {
     columns: "event_id, role, text",
-    table: "assistant_text",
+    table: "assistant_text t",
     text: "text",
-    scope: "session_id <> $scope",
+    scope: "t.session_id <> $scope AND $own",
 };
 
 const STATES: TrigramSource = TrigramSource {
@@ -243,7 +261,10 @@ async fn trigram_rows(
     let terms = super::terms::search_terms(query);
     let indexed = super::terms::indexed(&terms);
     if indexed.is_empty() {
-        let scope = scope.replace("$scope", "$2").replace("$person", "$4");
+        let scope = scope
+            .replace("$own", &own_utterance(4))
+            .replace("$scope", "$2")
+            .replace("$person", "$4");
         let mut tx = pool.begin().await?;
         sqlx::query("SELECT set_config('pg_trgm.similarity_threshold', $1, true)")
             .bind(threshold.to_string())
@@ -273,7 +294,10 @@ async fn trigram_rows(
         .map(|i| format!("lower({text}) LIKE ${}", i + 5))
         .collect::<Vec<_>>()
         .join(" OR ");
-    let scope = scope.replace("$scope", "$1").replace("$person", "$4");
+    let scope = scope
+        .replace("$own", &own_utterance(4))
+        .replace("$scope", "$1")
+        .replace("$person", "$4");
     let sql = format!(
         "SELECT {columns}, \
          ((SELECT count(*) FROM unnest($3::text[]) AS t(term) WHERE strpos(lower({text}), t.term) > 0)::float8 \
@@ -389,17 +413,20 @@ async fn about_time(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> Ro
         return Ok(Vec::new());
     }
     let hint = &plan.time_hint;
-    let rows = sqlx::query(
+    let rows = sqlx::query(&format!(
         "SELECT t.event_id, t.role, t.text FROM memory_event_annotations a \
-         JOIN assistant_text t ON t.event_id = a.source_event_id \
-         WHERE a.persona = $1 AND ((a.about_year_start <= $3 AND a.about_year_end >= $2) \
-         OR (a.life_stage IS NOT NULL AND a.life_stage = $4)) ORDER BY a.position DESC LIMIT $5",
-    )
+             JOIN assistant_text t ON t.event_id = a.source_event_id \
+             WHERE a.persona = $1 AND ((a.about_year_start <= $3 AND a.about_year_end >= $2) \
+             OR (a.life_stage IS NOT NULL AND a.life_stage = $4)) AND {} \
+             ORDER BY a.position DESC LIMIT $5",
+        own_utterance(6)
+    ))
     .bind(scope.persona)
     .bind(hint.about_year_start)
     .bind(hint.about_year_end)
     .bind(hint.life_stage_hint.map(|s| s.as_str()))
     .bind(PER_SOURCE)
+    .bind(scope.person)
     .fetch_all(pool)
     .await?;
     rows.iter().map(|r| event_row(r, 0.9)).collect()

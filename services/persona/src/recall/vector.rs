@@ -175,18 +175,22 @@ pub async fn nearest(
 ) -> Result<Vec<(String, String, f64)>, sqlx::Error> {
     // Only active states about `person` or no one: a closed one may still have a vector,
     // another person's has one too.
-    let rows = sqlx::query(
+    // Utterances of other conversations that are the person's to recall.
+    let sql = format!(
         "SELECT e.item_id, e.text, e.vector FROM memory_embeddings e WHERE e.model = $1 AND \
-         ((e.session_id IS NOT NULL AND e.session_id <> $3) OR (e.persona = $2 AND EXISTS \
+         ((e.session_id IS NOT NULL AND e.session_id <> $3 AND EXISTS (SELECT 1 FROM assistant_text t \
+           WHERE t.event_id = CAST(substr(e.item_id, 7) AS uuid) AND {})) OR (e.persona = $2 AND EXISTS \
           (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active' \
            AND (s.person IS NULL OR s.person = $4))))",
-    )
-    .bind(&model.config().model)
-    .bind(persona)
-    .bind(session_id)
-    .bind(person)
-    .fetch_all(pool)
-    .await?;
+        super::collect::own_utterance(4)
+    );
+    let rows = sqlx::query(&sql)
+        .bind(&model.config().model)
+        .bind(persona)
+        .bind(session_id)
+        .bind(person)
+        .fetch_all(pool)
+        .await?;
     let mut scored = Vec::with_capacity(rows.len());
     for r in &rows {
         let vector: Vec<f32> = r.try_get("vector")?;
