@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ghost::stack::projection_by_name;
 use ghost_shared::envelope::{EventMetadata, NewEvent, RecordedEvent};
-use ghost_shared::projections::AssistantTextProjection;
+use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::projector::{CatchUp, Projection, ProjectionError, ProjectionRunner};
 use ghost_shared::store::{EventStore, ExpectedVersion, StoreError};
 use ghost_testkit::testing::{eventually, repo_config_dir, TestEnv};
@@ -930,5 +930,60 @@ async fn a_runner_cut_off_from_its_store_retries_at_its_pace_and_resumes_when_it
     )
     .await;
     task.abort();
+    env.cleanup().await;
+}
+
+/// Memory events stored before memory was per person (no `person` field) are the default
+/// person's, as migration 0112 made the rows they had projected: a rebuild from position 0
+/// gives rows the per-person reads find under `user`, and a revision's stored state names
+/// `user` as the migration wrote it.
+#[tokio::test]
+async fn memory_events_from_before_memory_was_per_person_are_the_default_persons() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let store = env.store().await;
+    let state_id = Uuid::new_v4();
+    let source = Uuid::new_v4();
+    append(
+        &store,
+        "persona-kuro",
+        &[
+            raw(
+                "StateUpserted",
+                json!({"persona": "kuro", "source_event_id": source, "state": {
+                    "state_id": state_id, "kind": "fact", "status": "active",
+                    "body_text": "master likes tea", "confidence": 0.8, "revision": 1,
+                    "evidence_event_ids": [source], "reason": "said so"}}),
+            ),
+            raw(
+                "PreferenceUpdated",
+                json!({"persona": "kuro", "source_event_id": source, "subject_key": "tea",
+                       "preference": {"domain": "food", "subject": "tea", "polarity": "like",
+                                      "status": "confirmed", "confidence": 0.9},
+                       "evidence_event_ids": [source], "reason": "said so"}),
+            ),
+        ],
+    )
+    .await;
+    let memory_runner = runner(&store, Arc::new(MemoryProjection));
+    catch_up(&memory_runner).await.unwrap();
+    let memory = MemoryProjection::load_for(store.pool(), "kuro", "user")
+        .await
+        .unwrap();
+    assert_eq!(memory.states[0].person.as_deref(), Some("user"));
+    assert_eq!(memory.preferences[0].person, "user");
+    let other = MemoryProjection::load_for(store.pool(), "kuro", "ann")
+        .await
+        .unwrap();
+    assert!(other.states.is_empty() && other.preferences.is_empty());
+    let revision: Value =
+        sqlx::query_scalar("SELECT state FROM memory_state_revisions WHERE state_id = $1")
+            .bind(state_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(revision["person"], "user");
+    let rows = MemoryProjection::dump(store.pool()).await.unwrap();
+    memory_runner.rebuild().await.unwrap();
+    assert_eq!(MemoryProjection::dump(store.pool()).await.unwrap(), rows);
     env.cleanup().await;
 }
