@@ -65,6 +65,27 @@ impl NewEvent {
         })
     }
 
+    /// An origin event (`id` correlates everything it causes) that `service` records under
+    /// the current span's trace: what a request or an outside party starts.
+    pub fn origin<P: EventPayload>(
+        id: Uuid,
+        payload: &P,
+        service: &str,
+    ) -> Result<Self, serde_json::Error> {
+        let (traceparent, tracestate) = crate::telemetry::current_trace_headers();
+        Self::new(
+            id,
+            payload,
+            EventMetadata {
+                correlation_id: id,
+                causation_id: None,
+                traceparent,
+                tracestate,
+                service: service.to_owned(),
+            },
+        )
+    }
+
     /// The event `service` produces at `step` in reaction to `cause`: its id is derived
     /// from the cause, correlation carries over, and the trace is the current span's.
     pub fn caused_by<P: EventPayload>(

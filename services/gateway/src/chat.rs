@@ -142,13 +142,7 @@ pub async fn chat(
             "the body must be JSON: send Content-Type: application/json",
         ));
     }
-    let g = &state.ctx.config.ghost.gateway;
-    let body = crate::server::read_body_within(
-        body,
-        g.max_body_bytes,
-        Duration::from_secs(g.body_read_timeout_secs),
-    )
-    .await?;
+    let body = crate::server::read_api_body(&state, body).await?;
     let input = parse(&body, state.ctx.config.ghost.gateway.max_message_chars)?;
     let span = info_span!(
         "chat_turn",

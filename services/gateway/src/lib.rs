@@ -10,7 +10,8 @@
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
 //!   persona's autonomy messages and the activity stream, for consoles);
-//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`recalls`]: what a
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`memory_edits`]:
+//!   correcting and forgetting one memory (`POST /api/memory/edits`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`routes`]: every route in one table, the router built from it, and its JSON 404 and
@@ -42,6 +43,7 @@ pub mod health;
 pub mod line;
 pub mod media;
 pub mod memory;
+pub mod memory_edits;
 pub mod metrics;
 pub mod partner_mood;
 pub mod recalls;

@@ -33,12 +33,9 @@ pub struct MemoryAnswer {
     pub memory: Memory,
 }
 
-/// `GET /api/memory`.
-pub async fn get(
-    State(state): State<AppState>,
-    Query(params): Query<MemoryParams>,
-) -> Result<Json<MemoryAnswer>, ApiError> {
-    let persona = crate::partner_mood::persona(&state, params.persona)?;
+/// The persona `asked` for (the chat persona when absent), refused when it is no character.
+pub(crate) fn character(state: &AppState, asked: Option<String>) -> Result<String, ApiError> {
+    let persona = crate::partner_mood::persona(state, asked)?;
     if state.ctx.config.characters.get(&persona).is_none() {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -46,6 +43,15 @@ pub async fn get(
             format!("no character {persona} in characters.yaml"),
         ));
     }
+    Ok(persona)
+}
+
+/// `GET /api/memory`.
+pub async fn get(
+    State(state): State<AppState>,
+    Query(params): Query<MemoryParams>,
+) -> Result<Json<MemoryAnswer>, ApiError> {
+    let persona = character(&state, params.persona)?;
     let pool = state.ctx.store().pool();
     let memory = match &params.person {
         Some(person) if person.is_empty() || person.len() > 256 => {

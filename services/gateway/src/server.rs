@@ -111,6 +111,17 @@ async fn serve_connection(mut tcp: TcpStream, app: Router, limits: ServerLimits)
     }
 }
 
+/// An API request's body within the gateway's `max_body_bytes` and `body_read_timeout_secs`.
+pub async fn read_api_body(state: &crate::AppState, body: Body) -> Result<Bytes, ApiError> {
+    let g = &state.ctx.config.ghost.gateway;
+    read_body_within(
+        body,
+        g.max_body_bytes,
+        Duration::from_secs(g.body_read_timeout_secs),
+    )
+    .await
+}
+
 /// Reads a whole request body: more than `limit` bytes is 413, a body that has not arrived
 /// within `timeout` is 408.
 pub async fn read_body_within(

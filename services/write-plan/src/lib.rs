@@ -4,16 +4,19 @@
 //! changes as events on the persona's stream (`StateUpserted`, `StateClosed`,
 //! `PreferenceUpdated`, `InterestStateUpdated`, `EventAnnotated`) or, for a plan that breaks
 //! a rule, one `WritePlanRejected`. After a deliberation (`ActionDecided`) or an
-//! `agent_delegate` result (`ActionResultRecorded`) it merges their interest update. It
+//! `agent_delegate` result (`ActionResultRecorded`) it merges their interest update; it
+//! applies people's edits (`MemoryEditRequested` → `MemoryCorrected`, `MemoryForgotten`). It
 //! also runs the `memory` projection: it is memory's one writer. Replies never wait for it.
 //!
 //! - [`input`]: what the model is given (the turn, recent events, memory, the persona);
 //! - [`handles`]: the short names the model cites events and states by;
 //! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered);
 //! - [`attention`]: the interest update of a deliberation or an agent's result;
+//! - [`edits`]: people's corrections and forgetting;
 //! - [`writer`]: changes to memory, one at a time against a caught-up projection.
 
 pub mod attention;
+pub mod edits;
 pub mod handles;
 pub mod input;
 pub mod planner;
@@ -57,6 +60,14 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             ctx.bus().clone(),
             ConsumerSpec::new(SERVICE, event_type),
             planner.clone(),
+        ));
+    }
+    let edits = Arc::new(edits::Edits::new(ctx.clone(), writer.clone()));
+    for event_type in edits::CONSUMES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            edits.clone(),
         ));
     }
     let attention = Arc::new(attention::Attention::new(ctx.clone(), writer));

@@ -17,7 +17,9 @@ use ghost_shared::events::{
 };
 use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
+use ghost_shared::memory::edits::drop_forgotten;
 use ghost_shared::memory::{apply_plan, validate, ApplyContext, WritePlan, DEFAULT_PERSON};
+use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::template::unknown_placeholder;
@@ -229,7 +231,15 @@ impl EventHandler for Planner {
         let raw = answer.as_deref().unwrap_or_default();
         contract.record(self.llm.role(), raw, verdict);
         let new_events = match checked {
-            Ok(checked) => {
+            Ok(mut checked) => {
+                let forgotten =
+                    MemoryProjection::forgotten_evidence(self.ctx.store().pool(), &reply.speaker)
+                        .await
+                        .map_err(HandlerError::transient)?;
+                let dropped = drop_forgotten(&mut checked, &forgotten);
+                if dropped > 0 {
+                    warn!(utterance = %event.event_id, dropped, "updates resting on forgotten evidence dropped");
+                }
                 let ctx = ApplyContext {
                     persona: &reply.speaker,
                     person: &turn.person,

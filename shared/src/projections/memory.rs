@@ -3,7 +3,9 @@
 //! `PreferenceUpdated`, `InterestStateUpdated`, `EventAnnotated`). Each event carries the
 //! values it sets, so applying one is a plain upsert and a rebuild gives identical rows.
 //! Memory is per person (issue 35): a state is about one person or no one, a preference is
-//! one person's; a turn reads [`MemoryProjection::load_for`] its speaker.
+//! one person's; a turn reads [`MemoryProjection::load_for`] its speaker. People's edits
+//! (`MemoryCorrected`, `MemoryForgotten`: [`crate::memory::edits`]) apply the same way; a
+//! forgotten memory's rows are deleted and only the ids of its evidence stay.
 
 use serde_json::Value;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
@@ -13,7 +15,8 @@ use crate::envelope::{EventPayload, RecordedEvent};
 use crate::events::{
     EventAnnotated, InterestStateUpdated, PreferenceUpdated, StateClosed, StateUpserted,
 };
-use crate::memory::{InterestState, Memory, MemoryState, Preference};
+use crate::memory::edits::{MemoryCorrected, MemoryForgotten, MemoryTarget};
+use crate::memory::{subject_key, InterestState, Memory, MemoryState, Preference};
 use crate::projector::{Projection, ProjectionError};
 
 /// The projection feeding the memory tables.
@@ -21,12 +24,13 @@ use crate::projector::{Projection, ProjectionError};
 pub struct MemoryProjection;
 
 /// The tables this projection owns, in the order a dump lists them.
-pub const MEMORY_TABLES: [&str; 5] = [
+pub const MEMORY_TABLES: [&str; 6] = [
     "memory_states",
     "memory_state_revisions",
     "preferences",
     "persona_interest_state",
     "memory_event_annotations",
+    "memory_forgotten",
 ];
 
 impl MemoryProjection {
@@ -138,6 +142,40 @@ impl MemoryProjection {
         })
     }
 
+    /// The ids of the events `persona`'s forgotten memories rested on: no plan may rest a
+    /// memory on them again.
+    pub async fn forgotten_evidence<'e>(
+        executor: impl PgExecutor<'e>,
+        persona: &str,
+    ) -> Result<Vec<Uuid>, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT DISTINCT unnest(evidence_event_ids) FROM memory_forgotten WHERE persona = $1",
+        )
+        .bind(persona)
+        .fetch_all(executor)
+        .await
+    }
+
+    /// The events `person`'s preference rests on (empty when there is none).
+    pub async fn preference_evidence<'e>(
+        executor: impl PgExecutor<'e>,
+        persona: &str,
+        preference: &Preference,
+    ) -> Result<Vec<Uuid>, sqlx::Error> {
+        Ok(sqlx::query_scalar(
+            "SELECT evidence_event_ids FROM preferences WHERE persona = $1 AND person = $2 \
+             AND domain = $3 AND subject_key = $4 AND polarity = $5",
+        )
+        .bind(persona)
+        .bind(&preference.person)
+        .bind(preference.domain.as_str())
+        .bind(subject_key(&preference.subject))
+        .bind(preference.polarity.as_str())
+        .fetch_optional(executor)
+        .await?
+        .unwrap_or_default())
+    }
+
     /// Every row of every memory table as JSON, in a stable order (rebuild comparisons).
     pub async fn dump<'e>(executor: impl PgExecutor<'e> + Copy) -> Result<Vec<Value>, sqlx::Error> {
         let mut out = Vec::new();
@@ -233,6 +271,86 @@ async fn upsert_state(
     Ok(())
 }
 
+async fn upsert_preference(
+    tx: &mut Transaction<'_, Postgres>,
+    event: &RecordedEvent,
+    e: &PreferenceUpdated,
+) -> Result<(), ProjectionError> {
+    let p = &e.preference;
+    sqlx::query(
+        "INSERT INTO preferences (persona, domain, subject_key, polarity, subject, status, \
+         confidence, evidence_event_ids, reason, source_event_id, position, person) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (persona, person, domain, subject_key, polarity) DO UPDATE SET \
+         subject = EXCLUDED.subject, status = EXCLUDED.status, confidence = EXCLUDED.confidence, \
+         evidence_event_ids = EXCLUDED.evidence_event_ids, reason = EXCLUDED.reason, \
+         source_event_id = EXCLUDED.source_event_id, position = EXCLUDED.position",
+    )
+    .bind(&e.persona)
+    .bind(p.domain.as_str())
+    .bind(&e.subject_key)
+    .bind(p.polarity.as_str())
+    .bind(&p.subject)
+    .bind(p.status.as_str())
+    .bind(p.confidence)
+    .bind(&e.evidence_event_ids)
+    .bind(&e.reason)
+    .bind(e.source_event_id)
+    .bind(event.position)
+    .bind(&p.person)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the forgotten memory's rows (a state with every revision) and keeps the record.
+async fn forget(
+    tx: &mut Transaction<'_, Postgres>,
+    event: &RecordedEvent,
+    e: &MemoryForgotten,
+) -> Result<(), ProjectionError> {
+    match &e.target {
+        MemoryTarget::State { state_id } => {
+            for table in ["memory_states", "memory_state_revisions"] {
+                sqlx::query(&format!("DELETE FROM {table} WHERE state_id = $1"))
+                    .bind(state_id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+        }
+        MemoryTarget::Preference {
+            person,
+            domain,
+            subject,
+            polarity,
+        } => {
+            sqlx::query(
+                "DELETE FROM preferences WHERE persona = $1 AND person = $2 AND domain = $3 \
+                 AND subject_key = $4 AND polarity = $5",
+            )
+            .bind(&e.persona)
+            .bind(person)
+            .bind(domain.as_str())
+            .bind(subject_key(subject))
+            .bind(polarity.as_str())
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO memory_forgotten (source_event_id, persona, target, evidence_event_ids, position) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+    )
+    .bind(e.source_event_id)
+    .bind(&e.persona)
+    .bind(serde_json::to_value(&e.target).map_err(|err| ProjectionError::decode(event, err))?)
+    .bind(&e.evidence_event_ids)
+    .bind(event.position)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl Projection for MemoryProjection {
     fn name(&self) -> &'static str {
@@ -246,6 +364,8 @@ impl Projection for MemoryProjection {
             PreferenceUpdated::EVENT_TYPE,
             InterestStateUpdated::EVENT_TYPE,
             EventAnnotated::EVENT_TYPE,
+            MemoryCorrected::EVENT_TYPE,
+            MemoryForgotten::EVENT_TYPE,
         ]
         .contains(&event_type)
     }
@@ -267,31 +387,21 @@ impl Projection for MemoryProjection {
             }
             PreferenceUpdated::EVENT_TYPE => {
                 let e: PreferenceUpdated = event.decode().map_err(decode)?;
-                let p = &e.preference;
-                sqlx::query(
-                    "INSERT INTO preferences (persona, domain, subject_key, polarity, subject, status, \
-                     confidence, evidence_event_ids, reason, source_event_id, position, person) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                     ON CONFLICT (persona, person, domain, subject_key, polarity) DO UPDATE SET \
-                     subject = EXCLUDED.subject, status = EXCLUDED.status, confidence = EXCLUDED.confidence, \
-                     evidence_event_ids = EXCLUDED.evidence_event_ids, reason = EXCLUDED.reason, \
-                     source_event_id = EXCLUDED.source_event_id, position = EXCLUDED.position",
-                )
-                .bind(&e.persona)
-                .bind(p.domain.as_str())
-                .bind(&e.subject_key)
-                .bind(p.polarity.as_str())
-                .bind(&p.subject)
-                .bind(p.status.as_str())
-                .bind(p.confidence)
-                .bind(&e.evidence_event_ids)
-                .bind(&e.reason)
-                .bind(e.source_event_id)
-                .bind(event.position)
-                .bind(&p.person)
-                .execute(&mut **tx)
-                .await?;
+                upsert_preference(tx, event, &e).await
+            }
+            MemoryCorrected::EVENT_TYPE => {
+                let e: MemoryCorrected = event.decode().map_err(decode)?;
+                if let Some(state) = &e.state {
+                    upsert_state(tx, event, &e.persona, e.source_event_id, state).await?;
+                }
+                for p in &e.preferences {
+                    upsert_preference(tx, event, p).await?;
+                }
                 Ok(())
+            }
+            MemoryForgotten::EVENT_TYPE => {
+                let e: MemoryForgotten = event.decode().map_err(decode)?;
+                forget(tx, event, &e).await
             }
             InterestStateUpdated::EVENT_TYPE => {
                 let e: InterestStateUpdated = event.decode().map_err(decode)?;
