@@ -18,7 +18,7 @@ const NAME: &str = "all-minilm-l6-v2";
 
 /// The embedding routes on an ephemeral port; their base URL.
 async fn embedding_server() -> String {
-    let embedder = tokio::task::spawn_blocking(|| Embedder::load(&embedding_model_dir(), 8))
+    let embedder = tokio::task::spawn_blocking(|| Embedder::load(&embedding_model_dir(), 1, 8))
         .await
         .unwrap()
         .expect("embedding model");

@@ -73,11 +73,12 @@ pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
     let embedding = match &settings.embedding_path {
         Some(dir) => {
             let dir = config.resolve(dir);
-            let queue_depth = settings.queue_depth;
-            let embedder = tokio::task::spawn_blocking(move || Embedder::load(&dir, queue_depth))
-                .await
-                .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?
-                .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?;
+            let (threads, queue_depth) = (settings.embedding_threads, settings.queue_depth);
+            let embedder =
+                tokio::task::spawn_blocking(move || Embedder::load(&dir, threads, queue_depth))
+                    .await
+                    .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?
+                    .map_err(|e| ServiceError::Config(format!("model.embedding_path: {e}")))?;
             tracing::info!(
                 model = %settings.embedding_name, dimensions = embedder.dimensions(),
                 "embedding model ready"

@@ -20,7 +20,7 @@ const MAX_INPUTS: usize = 8;
 
 fn embedder() -> &'static Embedder {
     static EMBEDDER: OnceLock<Embedder> = OnceLock::new();
-    EMBEDDER.get_or_init(|| Embedder::load(&embedding_model_dir(), 4).expect("embedding model"))
+    EMBEDDER.get_or_init(|| Embedder::load(&embedding_model_dir(), 1, 4).expect("embedding model"))
 }
 
 /// The routes on their own runtime (each test has its own, and the server must outlive

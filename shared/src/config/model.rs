@@ -46,6 +46,8 @@ pub struct ModelSettings {
     pub embedding_name: String,
     /// Texts one embedding request may carry at most; more get 400.
     pub embedding_max_inputs: usize,
+    /// CPU threads of the embedding model (1 leaves the other cores to the chat model).
+    pub embedding_threads: usize,
 }
 
 impl Default for ModelSettings {
@@ -63,6 +65,7 @@ impl Default for ModelSettings {
             embedding_path: Some(PathBuf::from(".ghost-data/models").join(DEFAULT_EMBEDDING_DIR)),
             embedding_name: "all-minilm-l6-v2".into(),
             embedding_max_inputs: 128,
+            embedding_threads: 1,
         }
     }
 }
@@ -116,6 +119,12 @@ impl ModelSettings {
             return Err(ConfigError::invalid(
                 "model.embedding_name",
                 "must not be empty",
+            ));
+        }
+        if !(1..=256).contains(&self.embedding_threads) {
+            return Err(ConfigError::invalid(
+                "model.embedding_threads",
+                "must be between 1 and 256",
             ));
         }
         if !(1..=2048).contains(&self.embedding_max_inputs) {

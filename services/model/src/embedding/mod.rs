@@ -5,9 +5,10 @@
 //! divided by its L2 norm. Texts are cut at [`MAX_TOKENS`] tokens (the model's
 //! `max_seq_length`).
 //!
-//! Inference runs on the blocking pool, one batch at a time (a mutex), so the async runtime
-//! (and a chat reply streaming beside it) is never held up; at most `queue_depth` requests
-//! wait, one more gets [`EmbedError::QueueFull`].
+//! Inference runs off the async runtime, one batch at a time (a mutex), on a thread pool of
+//! its own (`model.embedding_threads`, 1 by default: the chat model keeps the other core),
+//! so the runtime (and a chat reply streaming beside it) is never held up; at most
+//! `queue_depth` requests wait, one more gets [`EmbedError::QueueFull`].
 //!
 //! - [`wire`]: the OpenAI wire format (request checks, reply).
 
@@ -66,6 +67,7 @@ struct Model {
 #[derive(Clone)]
 pub struct Embedder {
     model: Arc<Mutex<Model>>,
+    pool: Arc<rayon::ThreadPool>,
     dimensions: usize,
     waiting: Arc<AtomicUsize>,
     queue_depth: usize,
@@ -79,9 +81,9 @@ fn load_error(path: &Path, reason: impl ToString) -> EmbedError {
 }
 
 impl Embedder {
-    /// Loads `model.safetensors`, `tokenizer.json` and `config.json` from `dir`; at most
-    /// `queue_depth` requests may wait for it.
-    pub fn load(dir: &Path, queue_depth: usize) -> Result<Self, EmbedError> {
+    /// Loads `model.safetensors`, `tokenizer.json` and `config.json` from `dir`, to run on
+    /// `threads` threads; at most `queue_depth` requests may wait for it.
+    pub fn load(dir: &Path, threads: usize, queue_depth: usize) -> Result<Self, EmbedError> {
         let config_path = dir.join("config.json");
         let config: BertConfig = std::fs::read(&config_path)
             .map_err(|e| load_error(&config_path, e))
@@ -103,8 +105,14 @@ impl Embedder {
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| load_error(&weights_path, e))?;
         let bert = BertModel::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("ghost-embed-{i}"))
+            .build()
+            .map_err(|e| load_error(dir, e))?;
         Ok(Self {
             model: Arc::new(Mutex::new(Model { bert, tokenizer })),
+            pool: Arc::new(pool),
             dimensions: config.hidden_size,
             waiting: Arc::new(AtomicUsize::new(0)),
             queue_depth,
@@ -128,8 +136,13 @@ impl Embedder {
         result.map_err(|e| EmbedError::Failed(format!("the embedding task ended: {e}")))?
     }
 
-    /// Embeds `texts` on this thread (tests and benchmarks; the server uses [`Self::embed`]).
+    /// Embeds `texts`, blocking this thread (tests and benchmarks; the server uses
+    /// [`Self::embed`]).
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Embedded, EmbedError> {
+        self.pool.install(|| self.embed_here(texts))
+    }
+
+    fn embed_here(&self, texts: &[String]) -> Result<Embedded, EmbedError> {
         let model = self
             .model
             .lock()
