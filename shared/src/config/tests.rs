@@ -239,6 +239,11 @@ fn an_enabled_embedded_model_turns_vector_recall_on_unless_another_endpoint_is_n
     let c = load(GHOST, &none).unwrap();
     assert!(c.ghost.model.embedding_path.is_none());
     assert!(!c.ghost.llm.contains_key("embedding"));
+    let err = load(GHOST, &[("GHOST_MODEL__EMBEDDING_THREADS", "0")]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("model.embedding_threads"),
+        "{err}"
+    );
     let err = load(GHOST, &[("GHOST_MODEL__EMBEDDING_MAX_INPUTS", "0")]).unwrap_err();
     assert!(
         err.to_string().starts_with("model.embedding_max_inputs"),
