@@ -9,6 +9,7 @@
 //!   `ghost recall plan` (a message's RetrievalPlan);
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
+//! - [`memory_io`]: `ghost memory export` and `ghost memory import`;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
 //! - [`reply_bench`]: `ghost reply-bench`, the pipeline's time to first token on the
 //!   embedded model beside the model's own, and each contract's answers;
@@ -27,6 +28,7 @@ pub mod children;
 pub mod doctor;
 pub mod load;
 pub mod memory_bench;
+pub mod memory_io;
 pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;

@@ -103,6 +103,11 @@ enum Command {
         #[command(subcommand)]
         command: WritePlanCommand,
     },
+    /// A persona's memory as a versioned JSON document, and such a document applied here.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
     /// Seeds a private database with N utterances and measures recall's candidate
     /// collection and the write plan's validation + apply (see BENCHMARKS.md).
     MemoryBench(ghost::memory_bench::MemoryBenchArgs),
@@ -162,6 +167,14 @@ enum RecallCommand {
     /// Reads a message on stdin and prints its rule-based RetrievalPlan ({"mode", "queries",
     /// "time_hint", "limits", "focus"}). No database, no model.
     Plan,
+}
+
+#[derive(Subcommand)]
+enum MemoryCommand {
+    /// Writes every persona's memory (or one persona's, or one person's) as JSON.
+    Export(ghost::memory_io::ExportArgs),
+    /// Applies an exported document as events; a second import of it changes nothing.
+    Import(ghost::memory_io::ImportArgs),
 }
 
 #[derive(Subcommand)]
@@ -280,6 +293,20 @@ async fn run(command: Command) -> Result<()> {
             // Its own database and configuration (like the tests'): PostgreSQL admin access
             // from GHOST_TEST_ADMIN_DATABASE_URL, not the configured database.
             Command::MemoryBench(args) => ghost::memory_bench::run(args).await,
+            Command::Memory {
+                command: MemoryCommand::Export(args),
+            } => {
+                let config = load_config()?;
+                require_infrastructure(&config).await?;
+                ghost::memory_io::export(&config, args).await
+            }
+            Command::Memory {
+                command: MemoryCommand::Import(args),
+            } => {
+                let config = load_config()?;
+                require_infrastructure(&config).await?;
+                ghost::memory_io::import(config, args).await
+            }
             Command::Recall {
                 command: RecallCommand::Plan,
             } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),

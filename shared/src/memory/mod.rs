@@ -9,12 +9,14 @@
 //! - [`validate`]: the rules (a plan that breaks one is rejected whole) → `CheckedPlan`;
 //! - [`apply`]: a checked plan → the memory after it and the events recording each change;
 //! - [`edits`]: people's corrections and forgetting, and what each changes;
+//! - [`document`]: the export/import document and the events an import appends;
 //! - [`interest`]: decay and merge of the interest state (and the one reading of it);
 //! - [`influence`]: the interest update a deliberation's `persona_influence` carries;
 //! - [`probe`]: the `ghost write-plan apply` probe's input and output;
 //! - [`retrieval`]: the rule-based RetrievalPlan and the persona's focus hint (recall).
 
 pub mod apply;
+pub mod document;
 pub mod edits;
 pub mod influence;
 pub mod interest;

@@ -106,17 +106,7 @@ impl MemoryProjection {
         .fetch_all(executor)
         .await?
         .iter()
-        .map(|r| {
-            let json = serde_json::json!({
-                "domain": r.try_get::<String, _>("domain")?,
-                "subject": r.try_get::<String, _>("subject")?,
-                "polarity": r.try_get::<String, _>("polarity")?,
-                "status": r.try_get::<String, _>("status")?,
-                "confidence": r.try_get::<f64, _>("confidence")?,
-                "person": r.try_get::<String, _>("person")?,
-            });
-            serde_json::from_value::<Preference>(json).map_err(decode_error)
-        })
+        .map(preference_from_row)
         .collect::<Result<Vec<_>, _>>()?;
         let interest = sqlx::query(
             "SELECT attention_targets, interaction_mode, updated_from_event_ids, updated_at \
@@ -193,6 +183,20 @@ impl MemoryProjection {
         }
         Ok(out)
     }
+}
+
+/// A `preferences` row (its `domain`, `subject`, `polarity`, `status`, `confidence` and
+/// `person` columns) as the preference it records.
+pub fn preference_from_row(r: &sqlx::postgres::PgRow) -> Result<Preference, sqlx::Error> {
+    let json = serde_json::json!({
+        "domain": r.try_get::<String, _>("domain")?,
+        "subject": r.try_get::<String, _>("subject")?,
+        "polarity": r.try_get::<String, _>("polarity")?,
+        "status": r.try_get::<String, _>("status")?,
+        "confidence": r.try_get::<f64, _>("confidence")?,
+        "person": r.try_get::<String, _>("person")?,
+    });
+    serde_json::from_value::<Preference>(json).map_err(decode_error)
 }
 
 fn decode_error(e: serde_json::Error) -> sqlx::Error {

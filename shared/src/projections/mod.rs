@@ -6,4 +6,4 @@ mod assistant_text;
 mod memory;
 
 pub use assistant_text::{AssistantTextProjection, ConversationTurn, Listing, AUTONOMY_SOURCE};
-pub use memory::{MemoryProjection, MEMORY_TABLES};
+pub use memory::{preference_from_row, MemoryProjection, MEMORY_TABLES};
