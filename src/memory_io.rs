@@ -15,7 +15,8 @@ use uuid::Uuid;
 use ghost_shared::config::Config;
 use ghost_shared::events::persona_stream;
 use ghost_shared::memory::document::{
-    MemoryDocument, PersonaMemory, PreferenceRecord, StateHistory, FORMAT, VERSION,
+    import_stream, Conversation, ConversationLine, LineRole, MemoryDocument, PersonaMemory,
+    PreferenceRecord, StateHistory, FORMAT, VERSION,
 };
 use ghost_shared::memory::MemoryState;
 use ghost_shared::projections::{preference_from_row, MemoryProjection};
@@ -31,6 +32,10 @@ pub struct ExportArgs {
     /// Only this person's memories (their states and preferences).
     #[arg(long)]
     pub person: Option<String>,
+    /// Also the conversations: every line of the sessions the personas spoke in (with
+    /// `--person`, that person's own lines and the persona's where nobody else spoke).
+    #[arg(long)]
+    pub history: bool,
     /// Write here instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -59,15 +64,20 @@ pub async fn export(config: &Config, args: ExportArgs) -> Result<()> {
         }
     };
     let mut out = Vec::new();
-    for persona in personas {
-        out.push(persona_memory(config, pool, &persona, args.person.as_deref()).await?);
+    for persona in &personas {
+        out.push(persona_memory(config, pool, persona, args.person.as_deref()).await?);
     }
+    let conversations = match args.history {
+        true => conversations(pool, &personas, args.person.as_deref()).await?,
+        false => Vec::new(),
+    };
     let document = MemoryDocument {
         format: FORMAT.into(),
         version: VERSION,
         exported_at: chrono::Utc::now().to_rfc3339(),
         person: args.person,
         personas: out,
+        conversations,
     };
     let text = serde_json::to_string_pretty(&document)?;
     match args.out {
@@ -138,6 +148,52 @@ async fn persona_memory(
     })
 }
 
+/// The conversations `personas` spoke in, each oldest line first; for `person`, only
+/// their own lines and the persona's in conversations nobody else spoke in (what recall
+/// would give them: [`ghost_shared::projections::own_utterance`]).
+async fn conversations(
+    pool: &PgPool,
+    personas: &[String],
+    person: Option<&str>,
+) -> Result<Vec<Conversation>> {
+    let own = match person {
+        Some(_) => ghost_shared::projections::own_utterance(2),
+        None => "TRUE".to_owned(),
+    };
+    let rows = sqlx::query(&format!(
+        "SELECT t.session_id, t.event_id, t.role, t.speaker, t.source, t.text FROM assistant_text t \
+         WHERE t.session_id IN (SELECT session_id FROM assistant_text WHERE role = 'assistant' \
+         AND speaker = ANY($1)) AND ($2::text IS NULL OR {own}) ORDER BY t.session_id, t.position"
+    ))
+    .bind(personas)
+    .bind(person)
+    .fetch_all(pool)
+    .await?;
+    let mut out: Vec<Conversation> = Vec::new();
+    for r in rows {
+        let session_id: String = r.try_get("session_id")?;
+        let role = match r.try_get::<String, _>("role")?.as_str() {
+            "user" => LineRole::User,
+            _ => LineRole::Assistant,
+        };
+        let line = ConversationLine {
+            event_id: r.try_get("event_id")?,
+            role,
+            speaker: r.try_get("speaker")?,
+            source: r.try_get("source")?,
+            text: r.try_get("text")?,
+        };
+        match out.last_mut() {
+            Some(c) if c.session_id == session_id => c.lines.push(line),
+            _ => out.push(Conversation {
+                session_id,
+                lines: vec![line],
+            }),
+        }
+    }
+    Ok(out)
+}
+
 /// Applies a document: refused whole (nothing appended) when it does not parse or names a
 /// persona this deployment has no character for.
 pub async fn import(config: Config, args: ImportArgs) -> Result<()> {
@@ -157,11 +213,23 @@ pub async fn import(config: Config, args: ImportArgs) -> Result<()> {
         }
     }
     let ctx = ServiceContext::connect(config, "cli").await?;
-    let (mut appended, mut present) = (0, 0);
+    let mut batches = Vec::new();
     for p in &document.personas {
-        let stream = persona_stream(&p.persona);
+        batches.push((
+            persona_stream(&p.persona),
+            MemoryDocument::events_of(p, ctx.service)?,
+        ));
+    }
+    for c in &document.conversations {
+        batches.push((
+            import_stream(&c.session_id),
+            MemoryDocument::line_events(c, ctx.service)?,
+        ));
+    }
+    let (mut appended, mut present) = (0, 0);
+    for (stream, events) in batches {
         // One event per append: each is idempotent by its id, whichever were stored before.
-        for event in MemoryDocument::events_of(p, ctx.service)? {
+        for event in events {
             let outcome = ctx
                 .log
                 .append(&stream, ExpectedVersion::Any, std::slice::from_ref(&event))

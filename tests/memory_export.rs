@@ -75,6 +75,17 @@ async fn memory_rows(app: &TestApp) -> Vec<Value> {
     rows
 }
 
+/// The conversation lines as (session, role, speaker, source, text), in order.
+async fn lines(app: &TestApp) -> Vec<(String, String, String, String, String)> {
+    sqlx::query_as(
+        "SELECT session_id, role, speaker, source, text FROM assistant_text \
+         ORDER BY session_id, position",
+    )
+    .fetch_all(app.store.pool())
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused() {
     let mut services = ServiceName::ALL.to_vec();
@@ -131,7 +142,7 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
     let expected = memory_rows(&from).await;
 
     // A fresh deployment: the same rows.
-    let to = TestApp::spawn_services(&[ServiceName::WritePlan], &[]).await;
+    let to = TestApp::spawn_services(&[ServiceName::WritePlan, ServiceName::Persona], &[]).await;
     let (ok, out, err) = ghost(&to, &["memory", "import", path]).await;
     assert!(ok, "{err}");
     assert!(out.contains("\"appended\":4"), "{out}");
@@ -166,6 +177,23 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
         assert!(!ok && err.contains(why), "{name}: {err}");
     }
     assert_eq!(to.event_count().await, events);
+
+    // With the conversations: the lines join the new deployment's conversation text, once.
+    let full = dir.join("history.json");
+    let full = full.to_str().unwrap();
+    let (ok, _, err) = ghost(&from, &["memory", "export", "--history", "--out", full]).await;
+    assert!(ok, "{err}");
+    let (ok, out, err) = ghost(&to, &["memory", "import", full]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("\"appended\":2"), "the two lines: {out}");
+    let said = lines(&from).await;
+    assert_eq!(said.len(), 2);
+    eventually(WAIT, "the imported lines", || async {
+        (lines(&to).await == said).then_some(())
+    })
+    .await;
+    let (ok, out, _) = ghost(&to, &["memory", "import", full]).await;
+    assert!(ok && out.contains("\"appended\":0"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
     to.cleanup().await;
     from.cleanup().await;

@@ -34,6 +34,76 @@ pub struct MemoryDocument {
     pub person: Option<String>,
     /// Each persona's memory.
     pub personas: Vec<PersonaMemory>,
+    /// The conversations, when exported `--history`, oldest line first in each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversations: Vec<Conversation>,
+}
+
+/// One conversation's lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// The session.
+    pub session_id: String,
+    /// Its lines, oldest first.
+    pub lines: Vec<ConversationLine>,
+}
+
+/// One line of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationLine {
+    /// The event that said it where it was exported (the import's id derives from it).
+    pub event_id: Uuid,
+    /// Who spoke.
+    pub role: LineRole,
+    /// The person or the persona.
+    pub speaker: String,
+    /// The channel (`http`, `line`, `slack`, `autonomy`, ...).
+    pub source: String,
+    /// What was said.
+    pub text: String,
+}
+
+/// Who said a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineRole {
+    /// A person.
+    User,
+    /// The persona.
+    Assistant,
+}
+
+impl LineRole {
+    /// As `assistant_text.role` holds it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+/// A line of an imported conversation: it joins the conversation's text (recall and the
+/// reply's history read it) and starts nothing (no turn, no plan). Appended on the
+/// session's import stream ([`import_stream`]), never the session's own, whose tail says
+/// whether a turn is running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationLineImported {
+    /// The conversation.
+    pub session_id: String,
+    /// The line.
+    pub line: ConversationLine,
+}
+
+impl crate::envelope::EventPayload for ConversationLineImported {
+    const EVENT_TYPE: &'static str = "ConversationLineImported";
+}
+
+/// The stream imported lines of `session_id` are appended on.
+pub fn import_stream(session_id: &str) -> String {
+    format!("import-{session_id}")
 }
 
 /// One persona's memory.
@@ -188,6 +258,27 @@ impl MemoryDocument {
             )?);
         }
         Ok(out)
+    }
+
+    /// The events that import `c`'s lines, oldest first.
+    pub fn line_events(
+        c: &Conversation,
+        service: &str,
+    ) -> Result<Vec<NewEvent>, serde_json::Error> {
+        c.lines
+            .iter()
+            .map(|line| {
+                let id = external_event_id(
+                    "memory-import",
+                    &format!("line/{}/{}", c.session_id, line.event_id),
+                );
+                let imported = ConversationLineImported {
+                    session_id: c.session_id.clone(),
+                    line: line.clone(),
+                };
+                NewEvent::origin(id, &imported, service)
+            })
+            .collect()
     }
 }
 

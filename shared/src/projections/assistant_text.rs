@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::autonomy::events::AutonomyMessageRendered;
 use crate::envelope::{decode_payload, DecodeError, EventPayload, NewEvent, RecordedEvent};
 use crate::events::{AssistantReplied, UserMessageReceived};
+use crate::memory::document::ConversationLineImported;
 use crate::projector::{Projection, ProjectionError};
 use crate::store::AlsoWritten;
 
@@ -153,6 +154,22 @@ impl AssistantTextProjection {
     }
 }
 
+/// Whether the utterance row `t` of another conversation is the person `$person`'s to
+/// recall: their own words anywhere, and the persona's words in a conversation nobody else
+/// spoke in (with them, or, for the default person, the console's autonomy messages). What
+/// the persona said in a group may carry another's memory: it stays in that group.
+const OWN_UTTERANCE: &str = "((t.role = 'user' AND t.speaker = $person) OR (t.role = 'assistant' \
+     AND NOT EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
+       AND o.role = 'user' AND o.speaker <> $person) \
+     AND ($person = 'user' OR EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
+       AND o.role = 'user' AND o.speaker = $person))))";
+
+/// [`OWN_UTTERANCE`] with the person as parameter `n` (recall's utterance sources, and
+/// `ghost memory export --person`).
+pub fn own_utterance(n: usize) -> String {
+    OWN_UTTERANCE.replace("$person", &format!("${n}::text"))
+}
+
 /// Conversation rows to be written by an append ([`AssistantTextProjection::listing`]).
 #[derive(Debug, Clone)]
 pub struct Listing {
@@ -288,6 +305,16 @@ fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said>, D
                 speaker: r.speaker,
                 source: r.channel.as_str().to_owned(),
                 text: r.text,
+            }
+        }
+        ConversationLineImported::EVENT_TYPE => {
+            let m: ConversationLineImported = decode_payload(event_type, payload)?;
+            Said {
+                session_id: m.session_id,
+                role: m.line.role.as_str(),
+                speaker: m.line.speaker,
+                source: m.line.source,
+                text: m.line.text,
             }
         }
         _ => return Ok(None),

@@ -5,5 +5,7 @@
 mod assistant_text;
 mod memory;
 
-pub use assistant_text::{AssistantTextProjection, ConversationTurn, Listing, AUTONOMY_SOURCE};
+pub use assistant_text::{
+    own_utterance, AssistantTextProjection, ConversationTurn, Listing, AUTONOMY_SOURCE,
+};
 pub use memory::{preference_from_row, MemoryProjection, MEMORY_TABLES};

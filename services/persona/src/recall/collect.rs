@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use ghost_shared::llm::LlmClient;
 use ghost_shared::memory::retrieval::{RetrievalMode, RetrievalPlan};
+use ghost_shared::projections::own_utterance;
 
 /// One memory that may be recalled.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -179,21 +180,6 @@ fn event_row(r: &sqlx::postgres::PgRow, score: f64) -> Result<(String, String, f
         "I said"
     };
     Ok((format!("event:{id}"), format!("({who}) {text}"), score))
-}
-
-/// Whether the utterance row `t` of another conversation is the person `$person`'s to
-/// recall: their own words anywhere, and the persona's words in a conversation nobody else
-/// spoke in (with them, or, for the default person, the console's autonomy messages). What
-/// the persona said in a group may carry another's memory: it stays in that group.
-const OWN_UTTERANCE: &str = "((t.role = 'user' AND t.speaker = $person) OR (t.role = 'assistant' \
-     AND NOT EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
-       AND o.role = 'user' AND o.speaker <> $person) \
-     AND ($person = 'user' OR EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
-       AND o.role = 'user' AND o.speaker = $person))))";
-
-/// [`OWN_UTTERANCE`] with the person as parameter `n`.
-pub(crate) fn own_utterance(n: usize) -> String {
-    OWN_UTTERANCE.replace("$person", &format!("${n}::text"))
 }
 
 async fn recent_events(pool: &PgPool, scope: Scope<'_>) -> Rows {

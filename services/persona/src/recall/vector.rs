@@ -7,6 +7,7 @@
 use sqlx::{PgPool, Row};
 
 use ghost_shared::llm::LlmClient;
+use ghost_shared::projections::own_utterance;
 
 /// How many missing vectors one recall embeds at most.
 const BACKFILL_BATCH: i64 = 32;
@@ -182,7 +183,7 @@ pub async fn nearest(
            WHERE t.event_id = CAST(substr(e.item_id, 7) AS uuid) AND {})) OR (e.persona = $2 AND EXISTS \
           (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active' \
            AND (s.person IS NULL OR s.person = $4))))",
-        super::collect::own_utterance(4)
+        own_utterance(4)
     );
     let rows = sqlx::query(&sql)
         .bind(&model.config().model)
