@@ -5,9 +5,13 @@
 //   on it too, so a refusal is an answer, not a failed request);
 // - Activity: the persona's deliberations, one card each (GET /api/events WebSocket), and
 //   "Deliberate now" (POST /api/autonomy/tick);
-// - Stage: GET /api/stage (WebSocket); Mood: /api/partner_mood and /api/memory.
+// - Stage: GET /api/stage (WebSocket); Mood: /api/partner_mood and /api/memory;
+// - Memory: a persona's states and preferences, everyone's or one person's (GET /api/memory),
+//   each corrected or forgotten with POST /api/memory/edits (then read again until the change
+//   lands). Under each reply in Chat, the memories recall selected for it
+//   (GET /api/recalls/<reply event id>), each a link to it in Memory.
 // Each view has its own address (#/chat/<session>, #/chats, #/activity, #/stage/<id>,
-// #/mood). The token stays in this tab's session storage and goes in no URL: the live
+// #/mood, #/memory?persona=&person=&state=<id>|preference=<domain>/<key>/<polarity>). The token stays in this tab's session storage and goes in no URL: the live
 // socket takes it in its first frame, the other sockets as a subprotocol. All text goes in
 // with textContent, never as HTML. Plain browser JavaScript: no build step.
 "use strict";
@@ -47,6 +51,9 @@ const state = {
   autonomySession: "console",
   linking: null,
   listTimer: null,
+  recall: false, // replies recall memories (the `ready` frame says)
+  memoryTarget: {}, // the memory the address names ({state} or {preference})
+  memoryLoads: 0, // the newest read of the Memory view (older answers are dropped)
 };
 
 // --- Words ---------------------------------------------------------------------------------
@@ -205,6 +212,7 @@ function onLive(ws, frame) {
       state.names = frame.names || {};
       state.maxChars = frame.max_message_chars || state.maxChars;
       state.autonomySession = frame.autonomy_session_id || "console";
+      state.recall = !!frame.recall;
       liveStatus(true);
       if (!state.signedIn) signedIn();
       else if (state.session) watch(state.session);
@@ -263,14 +271,17 @@ function signOut(message) {
   Object.assign(state, {
     persona: "", names: {}, session: "", turn: null, pending: null, sending: null,
     target: "", listBefore: null, unseen: 0, stageRunning: false, view: "", linking: null,
+    recall: false, memoryTarget: {},
   });
+  state.memoryLoads += 1;
   for (const id of ["chat-log", "session-list", "activity-log", "stage-log", "mood-current",
-    "memory-interest", "memory-states", "memory-preferences"]) {
+    "memory-interest", "memory-states", "memory-preferences", "memory-states-list", "memory-preferences-list"]) {
     $(id).replaceChildren();
   }
-  for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session"]) $(id).value = "";
-  for (const id of ["chat-notice", "stage-error", "mood-error", "memory-error"]) showNotice($(id), "");
-  for (const id of ["chat-title", "chat-sub", "activity-note"]) $(id).textContent = "";
+  $("memory-person").replaceChildren(new Option("everyone", ""));
+  for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session", "memory-persona"]) $(id).value = "";
+  for (const id of ["chat-notice", "stage-error", "mood-error", "memory-error", "memory-edit-error"]) showNotice($(id), "");
+  for (const id of ["chat-title", "chat-sub", "activity-note", "memory-note"]) $(id).textContent = "";
   activityGroups.clear();
   activityOwner.clear();
   shownActivity.clear();
@@ -288,14 +299,18 @@ function signOut(message) {
 $("sign-out").addEventListener("click", () => signOut("Signed out."));
 
 // --- Views and addresses ---------------------------------------------------------------------
-/** #/chat/<session>[/<event id>], #/chats, #/activity, #/stage[/<id>], #/mood. */
+/** #/chat/<session>[/<event id>], #/chats, #/activity, #/stage[/<id>], #/mood,
+ * #/memory[?persona=&person=&state=|preference=]. */
 function route() {
   if (!state.signedIn) return;
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => {
+  const hash = location.hash.replace(/^#\/?/, "");
+  const q = hash.indexOf("?");
+  const query = new URLSearchParams(q < 0 ? "" : hash.slice(q + 1));
+  const parts = (q < 0 ? hash : hash.slice(0, q)).split("/").map((p) => {
     try { return decodeURIComponent(p); } catch (_) { return ""; }
   });
   let view = parts[0] || "chat";
-  if (!["chat", "chats", "activity", "stage", "mood"].includes(view)) view = "chat";
+  if (!["chat", "chats", "activity", "stage", "mood", "memory"].includes(view)) view = "chat";
   const section = view === "chats" ? "chat" : view;
   for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + section;
   for (const tab of document.querySelectorAll("#tabs a")) {
@@ -336,7 +351,8 @@ function route() {
     loadMood();
     loadMemory();
   }
-  document.title = { chat: "Chat", chats: "Conversations", activity: "Activity", stage: "Stage", mood: "Mood" }[view] + " · Ghost console";
+  if (section === "memory") openMemory(query);
+  document.title = { chat: "Chat", chats: "Conversations", activity: "Activity", stage: "Stage", mood: "Mood", memory: "Memory" }[view] + " · Ghost console";
 }
 window.addEventListener("hashchange", route);
 
@@ -543,6 +559,7 @@ function showMessage(m, live) {
   if (m.result_event_id) b.li.dataset.resultEventId = m.result_event_id;
   b.li.title = m.source === "autonomy_message" ? "Said on its own" : "";
   if (m.result_event_id) linkActivity(m.result_event_id, state.session, m.event_id, m.text);
+  if (m.role === "assistant" && m.source !== "autonomy_message" && m.event_id && state.recall) showRecalls(b.li, m.event_id);
   scrollDown(follow || m.role === "user");
 }
 
@@ -606,6 +623,54 @@ function onToken(frame) {
   // How many token frames built the reply (shows it streamed; the browser test reads it).
   b.li.dataset.tokens = String(Number(b.li.dataset.tokens || 0) + 1);
   scrollDown(false);
+}
+
+// --- What a reply recalled -----------------------------------------------------------------
+/** Where a recalled memory is in Memory (`state:<id>`, `preference:<domain>/<key>/<polarity>`);
+ * "" for what is no memory of the persona's (`event:<id>`: something said). */
+function recallHref(id, persona) {
+  const address = (key, value) => "#/memory?" + new URLSearchParams(persona ? { persona, [key]: value } : { [key]: value });
+  if (id.startsWith("state:")) return address("state", id.slice(6));
+  if (id.startsWith("preference:")) return address("preference", id.slice(11));
+  return "";
+}
+
+/** Under a reply, the memories recall selected for it (nothing when none). `data-recall`
+ * says how it went: loading, none, shown, or failed. */
+async function showRecalls(li, eventId) {
+  if (li.dataset.recall) return;
+  li.dataset.recall = "loading";
+  try {
+    const answer = await api("GET", "/api/recalls/" + encodeURIComponent(eventId));
+    const recall = answer.ok && answer.body && answer.body.recall;
+    if (!recall) {
+      li.dataset.recall = answer.ok ? "none" : "failed";
+      return;
+    }
+    const ids = recall.selected_ids || [];
+    const texts = recall.selected_texts || [];
+    if (!ids.length) {
+      li.dataset.recall = "none";
+      return;
+    }
+    const box = document.createElement("div");
+    box.className = "recalls";
+    const list = document.createElement("ul");
+    ids.forEach((id, i) => {
+      const href = recallHref(id, recall.persona);
+      const el = textEl(href ? "a" : "span", "recall", texts[i] || id);
+      if (href) el.href = href;
+      el.title = id;
+      const item = document.createElement("li");
+      item.appendChild(el);
+      list.appendChild(item);
+    });
+    box.append(textEl("span", "label", "Recalled"), list);
+    const follow = nearBottom($("chat-log"));
+    li.appendChild(box);
+    li.dataset.recall = "shown";
+    scrollDown(follow);
+  } catch (_) { /* signed out meanwhile */ }
 }
 
 // Sending: the text stays in the box until the server has taken it.
@@ -1174,6 +1239,217 @@ function showMemory(answer) {
 
 function loadMemory() {
   return callAndShow("GET", "/api/memory" + moodQuery(), undefined, $("memory-error"), showMemory);
+}
+
+// --- Memory: see, correct, forget ----------------------------------------------------------
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A preference subject's key, as recall names it (NFKC, trimmed, lower case). */
+const subjectKey = (subject) => subject.normalize("NFKC").trim().toLowerCase();
+const preferenceKey = (p) => p.domain + "/" + subjectKey(p.subject) + "/" + p.polarity;
+
+/** The Memory view's address for the persona and person chosen. */
+function memoryAddress() {
+  const params = new URLSearchParams();
+  const persona = $("memory-persona").value.trim();
+  if (persona) params.set("persona", persona);
+  if ($("memory-person").value) params.set("person", $("memory-person").value);
+  const query = params.toString();
+  return "#/memory" + (query ? "?" + query : "");
+}
+
+function memoryChosen() {
+  const address = memoryAddress();
+  if (location.hash === address) loadMemoryView();
+  else location.hash = address;
+}
+$("memory-which").addEventListener("submit", (e) => {
+  e.preventDefault();
+  memoryChosen();
+});
+$("memory-person").addEventListener("change", memoryChosen);
+
+/** The view as the address says: persona, person, and the memory to mark. */
+function openMemory(query) {
+  $("memory-persona").value = query.get("persona") || "";
+  personOptions([query.get("person") || ""]);
+  $("memory-person").value = query.get("person") || "";
+  state.memoryTarget = { state: query.get("state") || "", preference: query.get("preference") || "" };
+  showNotice($("memory-edit-error"), "");
+  loadMemoryView();
+}
+
+/** The person list: everyone, then each person named (kept: the one chosen stays). */
+function personOptions(persons) {
+  const select = $("memory-person");
+  const known = new Set([...select.options].map((o) => o.value));
+  for (const p of [...persons].sort()) {
+    if (p && !known.has(p)) {
+      select.appendChild(new Option(p, p));
+      known.add(p);
+    }
+  }
+}
+
+/** Reads the memory (everyone's, for the person list and for edits to check against; then
+ * the person's when one is chosen) and shows it. Returns everyone's, or null. */
+async function loadMemoryView() {
+  const load = ++state.memoryLoads;
+  const persona = $("memory-persona").value.trim();
+  const person = $("memory-person").value;
+  const query = persona ? "?persona=" + encodeURIComponent(persona) : "";
+  try {
+    const all = await api("GET", "/api/memory" + query);
+    if (load !== state.memoryLoads) return all.ok ? all.body : null;
+    if (!all.ok) {
+      showNotice($("memory-edit-error"), "Cannot show the memory: " + all.error);
+      $("memory-states-list").replaceChildren();
+      $("memory-preferences-list").replaceChildren();
+      return null;
+    }
+    const persons = new Set();
+    for (const s of all.body.states || []) if (s.person) persons.add(s.person);
+    for (const p of all.body.preferences || []) persons.add(p.person);
+    personOptions(persons);
+    let shown = all.body;
+    if (person) {
+      const one = await api("GET", "/api/memory" + (query ? query + "&" : "?") + "person=" + encodeURIComponent(person));
+      if (load !== state.memoryLoads) return all.body;
+      if (!one.ok) {
+        showNotice($("memory-edit-error"), "Cannot show " + person + "'s memory: " + one.error);
+        return all.body;
+      }
+      shown = one.body;
+    }
+    showMemoryView(shown);
+    return all.body;
+  } catch (_) {
+    if (state.signedIn) showNotice($("memory-edit-error"), "Could not reach the server.");
+    return null;
+  }
+}
+
+function button(className, label, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = className;
+  b.textContent = label;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** A memory's buttons, replaced by "Forget for good" / "Keep" when Forget is pressed. */
+function memoryActions(li, buttons, forget) {
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  const ask = button("quiet forget", "Forget", () => {
+    actions.replaceChildren(
+      textEl("span", "status", "Forget this memory? It cannot be brought back."),
+      button("forget-confirm danger", "Forget for good", forget),
+      button("quiet cancel", "Keep", () => actions.replaceChildren(...buttons, ask)),
+    );
+  });
+  actions.append(...buttons, ask);
+  return actions;
+}
+
+function showMemoryView(memory) {
+  const states = $("memory-states-list");
+  const preferences = $("memory-preferences-list");
+  states.replaceChildren();
+  preferences.replaceChildren();
+  for (const s of memory.states || []) states.appendChild(stateItem(s));
+  for (const p of memory.preferences || []) preferences.appendChild(preferenceItem(p));
+  if (!states.children.length) states.appendChild(textEl("li", "status", "No states."));
+  if (!preferences.children.length) preferences.appendChild(textEl("li", "status", "No preferences."));
+  // The memory the address names, marked and in view.
+  const t = state.memoryTarget || {};
+  const marked = [];
+  if (t.state) marked.push(...states.querySelectorAll('li[data-state-id="' + CSS.escape(t.state) + '"]'));
+  if (t.preference) marked.push(...preferences.querySelectorAll('li[data-preference="' + CSS.escape(t.preference) + '"]'));
+  for (const li of marked) li.classList.add("target");
+  if (marked.length) marked[0].scrollIntoView({ block: "center" });
+}
+
+function stateItem(s) {
+  const li = document.createElement("li");
+  li.dataset.stateId = s.state_id;
+  li.dataset.status = s.status;
+  const body = textEl("div", "body", s.body_text);
+  const about = s.person == null ? "about no one" : "about " + s.person;
+  const meta = textEl("small", "meta", [s.kind, s.status, "revision " + s.revision, about].join(" · "));
+  const evidence = textEl("small", "evidence", "evidence: " + ((s.evidence_event_ids || []).join(", ") || "none"));
+  const target = { state: { state_id: s.state_id } };
+  const landed = (m) => !(m.states || []).some((x) => x.state_id === s.state_id && x.revision === s.revision);
+  const correct = button("quiet correct", "Correct", () => {
+    const field = document.createElement("textarea");
+    field.className = "edit-body";
+    field.rows = 2;
+    field.value = s.body_text;
+    field.setAttribute("aria-label", "The memory, corrected");
+    const form = document.createElement("div");
+    form.className = "edit";
+    form.append(field, button("save", "Save", () =>
+      editMemory(li, target, { op: "edit_body", body_text: field.value }, landed)),
+    button("quiet cancel", "Cancel", () => form.replaceWith(body)));
+    body.replaceWith(form);
+    field.focus();
+  });
+  const buttons = [correct];
+  if (s.status === "active") buttons.push(button("quiet close", "Close", () => editMemory(li, target, { op: "close" }, landed)));
+  const forget = () => editMemory(li, target, { op: "forget" }, (m) => !(m.states || []).some((x) => x.state_id === s.state_id));
+  li.append(body, meta, evidence, memoryActions(li, buttons, forget));
+  return li;
+}
+
+function preferenceItem(p) {
+  const li = document.createElement("li");
+  li.dataset.person = p.person;
+  li.dataset.preference = preferenceKey(p);
+  li.append(
+    textEl("div", "body", p.person + " · " + p.polarity + " " + p.subject),
+    textEl("small", "meta", [p.domain, p.status, "confidence " + Number(p.confidence).toFixed(2)].join(" · ")),
+  );
+  const target = { preference: { person: p.person, domain: p.domain, subject: p.subject, polarity: p.polarity } };
+  const gone = (m) => !(m.preferences || []).some((x) => x.person === p.person && preferenceKey(x) === preferenceKey(p));
+  const other = p.polarity === "like" ? "dislike" : "like";
+  const flip = button("quiet flip", "Flip to " + other, () => editMemory(li, target, { op: "flip_polarity" }, gone));
+  li.appendChild(memoryActions(li, [flip], () => editMemory(li, target, { op: "forget" }, gone)));
+  return li;
+}
+
+/** Asks for an edit; on 202 reads the memory again until `landed` says the change is in. */
+async function editMemory(li, target, edit, landed) {
+  const error = $("memory-edit-error");
+  showNotice(error, "");
+  const body = { target, edit };
+  const persona = $("memory-persona").value.trim();
+  if (persona) body.persona = persona;
+  for (const b of li.querySelectorAll("button")) b.disabled = true;
+  const enable = () => { for (const b of li.querySelectorAll("button")) b.disabled = false; };
+  try {
+    const answer = await api("POST", "/api/memory/edits", body);
+    if (!answer.ok) {
+      showNotice(error, "Not changed: " + answer.error);
+      enable();
+      return;
+    }
+    $("memory-note").textContent = "Recorded; applying it…";
+    for (let i = 0; i < 20; i += 1) {
+      await sleep(500);
+      const memory = await loadMemoryView();
+      if (memory && landed(memory)) {
+        $("memory-note").textContent = "Done.";
+        return;
+      }
+    }
+    $("memory-note").textContent = "Recorded, but not applied yet: refresh in a moment.";
+  } catch (_) {
+    if (state.signedIn) {
+      showNotice(error, "Could not reach the server.");
+      enable();
+    }
+  }
 }
 
 // --- Start -------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@
 //! `GET /api/live` takes its token in its first frame, `{"type":"auth","token"}` (within
 //! 10 s), so the token is in no URL and a wrong one is an answer, not a failed upgrade:
 //! `{"type":"ready","persona","names":{id: display name},"max_message_chars",
-//! "autonomy_session_id"}` or
+//! "autonomy_session_id","recall"}` (`recall`: whether replies recall memories, so have a
+//! `GET /api/recalls/{event_id}`) or
 //! `{"type":"error","code":"unauthorized"}` and a close (1008). Then, client → server:
 //!
 //! - `{"type":"watch","session_id"}`: follow that conversation (instead of any before):
@@ -234,6 +235,7 @@ fn ready_frame(state: &AppState) -> Value {
         "names": names,
         "max_message_chars": config.ghost.gateway.max_message_chars,
         "autonomy_session_id": config.ghost.autonomy.session_id,
+        "recall": config.ghost.memory.recall_enabled,
     })
 }
 
