@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
@@ -28,12 +27,6 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// A phone's viewport, and a desktop's.
 const PHONE: (u32, u32) = (390, 844);
 const DESKTOP: (u32, u32) = (1280, 800);
-
-fn screenshot_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
-    std::fs::create_dir_all(&dir).expect("screenshot directory");
-    dir
-}
 
 /// Waits until `css` matches an element whose text satisfies `check`; returns that text.
 async fn text_of(browser: &Browser, css: &str, check: impl Fn(&str) -> bool) -> String {
@@ -74,7 +67,7 @@ async fn n_texts(browser: &Browser, css: &str, n: usize) -> Vec<String> {
 
 /// Runs `expression` (JavaScript) in the page.
 async fn js(browser: &Browser, expression: &str) -> Value {
-    browser.execute(&format!("return {expression};")).await
+    browser.js(expression).await
 }
 
 /// Whether `css` matches an element that is rendered (not hidden, nor inside something
@@ -99,9 +92,7 @@ async fn at(browser: &Browser, hash: &str) {
 
 async fn screenshot(browser: &Browser, name: &str) {
     // Fonts and layout settle (and the caret blinks) before the picture.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let png = browser.screenshot().await;
-    std::fs::write(screenshot_dir().join(format!("{name}.png")), png).expect("save screenshot");
+    browser.save_screenshot(name).await;
 }
 
 /// Nothing is wider than the screen (no sideways scrolling), and the page itself does not
@@ -152,12 +143,7 @@ async fn mood_from_api(app: &TestApp) -> Value {
 
 /// The browser's console log is empty: no error, no warning, no failed request.
 async fn quiet_console(browser: &Browser, when: &str) {
-    let log = browser.console_log().await;
-    assert!(
-        log.is_empty(),
-        "{when}: the browser logged:\n{}",
-        log.join("\n")
-    );
+    browser.assert_quiet(when).await;
 }
 
 /// What the page holds, markup and storage, in one string (to look for what must be gone).
@@ -583,6 +569,7 @@ async fn signed_out(browser: &Browser) {
         "#view-activity",
         "#view-stage",
         "#view-mood",
+        "#view-memory",
     ] {
         assert!(!shown(browser, css).await, "{css} shown after sign-out");
     }

@@ -19,6 +19,14 @@ pub const CONTROL: &str = "\u{E009}";
 /// The key under which WebDriver returns an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// Where the browser tests keep their screenshots: `target/console-screenshots/`.
+pub fn screenshot_dir() -> std::path::PathBuf {
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot directory");
+    dir
+}
+
 /// A chromedriver on a free port, killed when dropped.
 pub struct Driver {
     child: tokio::process::Child,
@@ -308,6 +316,29 @@ impl Browser {
         base64::engine::general_purpose::STANDARD
             .decode(v.as_str().expect("base64 PNG"))
             .expect("PNG bytes")
+    }
+
+    /// Saves a PNG of the window as `target/console-screenshots/<name>.png` (kept as a test
+    /// artefact), once fonts and layout have settled.
+    pub async fn save_screenshot(&self, name: &str) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let png = self.screenshot().await;
+        std::fs::write(screenshot_dir().join(format!("{name}.png")), png).expect("save screenshot");
+    }
+
+    /// The value of `expression` (JavaScript) in the page.
+    pub async fn js(&self, expression: &str) -> Value {
+        self.execute(&format!("return {expression};")).await
+    }
+
+    /// The browser's console log is empty: no error, no warning, no failed request.
+    pub async fn assert_quiet(&self, when: &str) {
+        let log = self.console_log().await;
+        assert!(
+            log.is_empty(),
+            "{when}: the browser logged:\n{}",
+            log.join("\n")
+        );
     }
 
     /// Ends the session (closes the browser).
