@@ -14,7 +14,7 @@ use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
-use support::plans::write_plan;
+use support::plans::{is_state_or_preference, select_candidates, write_plan};
 use support::webdriver::{Browser, Driver, ENTER};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
@@ -52,18 +52,8 @@ fn answer(r: &RecordedRequest) -> Script {
         let states = json!([state(SOUP, "speaker"), state(NOBODY, "nobody")]);
         return Script::reply(&write_plan(states, json!([like]), "celery", "observe").to_string());
     }
-    if system.contains("Before you answer, you recall") {
-        let ids: Vec<Value> = input["candidates"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| {
-                let source = c["source"].as_str().unwrap_or_default();
-                source == "preferences" || source.ends_with("states")
-            })
-            .map(|c| c["id"].clone())
-            .collect();
-        return Script::reply(&json!({"selected_ids": ids}).to_string());
+    if let Some(selection) = select_candidates(r, is_state_or_preference) {
+        return selection;
     }
     match r.model.as_deref() {
         Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),

@@ -15,7 +15,7 @@ use ghost_shared::projections::MemoryProjection;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
-use support::plans::{second_planner, write_plan};
+use support::plans::{is_state_or_preference, second_planner, select_candidates, write_plan};
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
 use support::NEUTRAL_AFFECT;
 
@@ -61,18 +61,8 @@ fn answer(r: &RecordedRequest) -> Script {
             &write_plan(states, json!([preference]), "celery", "observe").to_string(),
         );
     }
-    if system.contains("Before you answer, you recall") {
-        let ids: Vec<Value> = input["candidates"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| {
-                let source = c["source"].as_str().unwrap_or_default();
-                source == "preferences" || source.ends_with("states")
-            })
-            .map(|c| c["id"].clone())
-            .collect();
-        return Script::reply(&json!({"selected_ids": ids}).to_string());
+    if let Some(selection) = select_candidates(r, is_state_or_preference) {
+        return selection;
     }
     match r.model.as_deref() {
         Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
@@ -312,16 +302,8 @@ async fn chat_as(c: &ChannelApp, session: &str, user: &str, text: &str) {
 async fn another_persons_conversation_is_never_recalled() {
     let c = spawn().await;
     c.app.llm.set_responder(|r| {
-        if r.system_text()
-            .is_some_and(|s| s.contains("Before you answer, you recall"))
-        {
-            let ids: Vec<Value> = r.last_user_json()["candidates"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| c["id"].clone())
-                .collect();
-            return Script::reply(&json!({"selected_ids": ids}).to_string());
+        if let Some(selection) = select_candidates(r, |_| true) {
+            return selection;
         }
         match r.model.as_deref() {
             Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),

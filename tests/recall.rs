@@ -17,7 +17,7 @@ use ghost_shared::memory::Memory;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, TestEnv, WORKER_MODEL};
 use serde_json::{json, Value};
-use support::plans::{annotation, plan_input, planned, spawn_with_planner};
+use support::plans::{annotation, plan_input, planned, select_candidates, spawn_with_planner};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 /// The fake worker: write plans store a fact about green peppers; the selection picks the
@@ -36,18 +36,12 @@ fn answer(r: &RecordedRequest) -> Script {
         };
         return Script::reply(&json!({"state_updates": states}).to_string());
     }
-    if system.contains("Before you answer, you recall") {
-        let ids: Vec<Value> = input["candidates"]
-            .as_array()
-            .map(|c| {
-                c.iter()
-                    .filter(|c| c["text"].as_str().unwrap_or_default().contains("ピーマン"))
-                    .filter(|c| c["source"].as_str().unwrap_or_default().ends_with("states"))
-                    .map(|c| c["id"].clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        return Script::reply(&json!({"selected_ids": ids}).to_string());
+    let peppers = |c: &Value| {
+        c["text"].as_str().unwrap_or_default().contains("ピーマン")
+            && c["source"].as_str().unwrap_or_default().ends_with("states")
+    };
+    if let Some(selection) = select_candidates(r, peppers) {
+        return selection;
     }
     if r.model.as_deref() == Some(WORKER_MODEL) {
         Script::reply(NEUTRAL_AFFECT)

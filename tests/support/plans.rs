@@ -6,7 +6,7 @@ use std::time::Duration;
 use ghost::stack::ServiceName;
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
-use ghost_testkit::fake_llm::RecordedRequest;
+use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
 
@@ -100,4 +100,32 @@ pub async fn planned(app: &TestApp, session: &str, text: &str, applied: i64) {
         (n >= applied).then_some(())
     })
     .await;
+}
+
+/// The fake worker's answer when `request` asks recall's selection: every candidate `keep`
+/// takes (by its `id`, `source` and `text`); `None` for any other request.
+pub fn select_candidates(
+    request: &RecordedRequest,
+    keep: impl Fn(&Value) -> bool,
+) -> Option<Script> {
+    if !request
+        .system_text()?
+        .contains("Before you answer, you recall")
+    {
+        return None;
+    }
+    let ids: Vec<Value> = request.last_user_json()["candidates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| keep(c))
+        .map(|c| c["id"].clone())
+        .collect();
+    Some(Script::reply(&json!({"selected_ids": ids}).to_string()))
+}
+
+/// Whether a recall candidate is a state or a preference (not an utterance).
+pub fn is_state_or_preference(candidate: &Value) -> bool {
+    let source = candidate["source"].as_str().unwrap_or_default();
+    source == "preferences" || source.ends_with("states")
 }
