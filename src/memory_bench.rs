@@ -70,7 +70,9 @@ fn report(what: &str, mut samples: Vec<Duration>) {
 
 /// Seeds `events` utterances over 1,000 sessions and `events / 10` states for `kuro`: each
 /// a sentence of 6 to 13 words from a 20,000-word vocabulary drawn Zipf-like (a few words
-/// are everywhere, most are rare), as real conversation is.
+/// are everywhere, most are rare), as real conversation is. Every tenth session is another
+/// person's (`ann`), the rest the default person's: recall (for the default person) checks
+/// whose every utterance is.
 async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
     let words: Vec<String> = (0..VOCABULARY).map(word).collect();
     // floor(V ^ random()) - 1 is log-uniform over the vocabulary: Zipf-like.
@@ -80,7 +82,8 @@ async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
     sqlx::query(&format!(
         "INSERT INTO assistant_text (session_id, position, event_id, role, speaker, source, text, recorded_at) \
          SELECT 's' || (g % 1000), g, gen_random_uuid(), CASE WHEN g % 2 = 0 THEN 'user' ELSE 'assistant' END, \
-         'kuro', 'http', {sentence}, now() FROM generate_series(1, $1) g"
+         CASE WHEN g % 2 = 1 THEN 'kuro' WHEN g % 10 = 0 THEN 'ann' ELSE 'user' END, 'http', {sentence}, now() \
+         FROM generate_series(1, $1) g"
     ))
     .bind(events)
     .bind(&words)

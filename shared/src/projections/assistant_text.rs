@@ -158,9 +158,13 @@ impl AssistantTextProjection {
 /// recall: their own words anywhere, and the persona's words in a conversation nobody else
 /// spoke in (with them, or, for the default person, the console's autonomy messages). What
 /// the persona said in a group may carry another's memory: it stays in that group.
+// "Nobody else spoke" is two range probes of the index on the session's speakers
+// (migration 0114): `<>` would scan every line of the session for every candidate.
 const OWN_UTTERANCE: &str = "((t.role = 'user' AND t.speaker = $person) OR (t.role = 'assistant' \
      AND NOT EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
-       AND o.role = 'user' AND o.speaker <> $person) \
+       AND o.role = 'user' AND o.speaker < $person) \
+     AND NOT EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
+       AND o.role = 'user' AND o.speaker > $person) \
      AND ($person = 'user' OR EXISTS (SELECT 1 FROM assistant_text o WHERE o.session_id = t.session_id \
        AND o.role = 'user' AND o.speaker = $person))))";
 
