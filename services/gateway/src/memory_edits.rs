@@ -20,7 +20,9 @@ use uuid::Uuid;
 use ghost_shared::envelope::NewEvent;
 use ghost_shared::events::persona_stream;
 use ghost_shared::ids::external_event_id;
-use ghost_shared::memory::edits::{refusal, MemoryEdit, MemoryEditRequested, MemoryTarget};
+use ghost_shared::memory::edits::{
+    refusal, MemoryEdit, MemoryEditRequested, MemoryTarget, Refusal,
+};
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::store::ExpectedVersion;
 
@@ -72,10 +74,16 @@ pub async fn post(State(state): State<AppState>, body: Body) -> Result<Response,
         .map_err(|e| ApiError::store("cannot read the memory", &e))?;
     match refusal(&memory, &req.target, &req.edit) {
         None => {}
-        Some(why) if why == "no such memory" => {
-            return Err(ApiError::new(StatusCode::NOT_FOUND, "no_such_memory", why))
+        Some(why @ Refusal::NoSuchMemory) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "no_such_memory",
+                why.to_string(),
+            ))
         }
-        Some(why) => return Err(ApiError::bad_request("invalid_edit", why)),
+        Some(Refusal::NotApplicable(why)) => {
+            return Err(ApiError::bad_request("invalid_edit", why))
+        }
     }
     let id = match &req.request_id {
         Some(r) => external_event_id("memory-edit", &format!("{persona}/{r}")),

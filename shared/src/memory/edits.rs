@@ -155,11 +155,33 @@ pub enum Found<'m> {
     Preference(&'m Preference),
 }
 
+/// Why an edit cannot apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The target names no memory.
+    NoSuchMemory,
+    /// The memory is there, the edit does not apply to it (why).
+    NotApplicable(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoSuchMemory => f.write_str("no such memory"),
+            Self::NotApplicable(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Why `edit` cannot apply to what `target` names in `memory` (the API's refusal), if not.
-pub fn refusal(memory: &Memory, target: &MemoryTarget, edit: &MemoryEdit) -> Option<String> {
+pub fn refusal(memory: &Memory, target: &MemoryTarget, edit: &MemoryEdit) -> Option<Refusal> {
     let Some(found) = find(memory, target) else {
-        return Some("no such memory".into());
+        return Some(Refusal::NoSuchMemory);
     };
+    not_applicable(found, edit).map(Refusal::NotApplicable)
+}
+
+fn not_applicable(found: Found<'_>, edit: &MemoryEdit) -> Option<String> {
     match (found, edit) {
         (_, MemoryEdit::Forget) => None,
         (Found::State(_), MemoryEdit::EditBody { body_text }) => {
