@@ -149,10 +149,21 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
             }
         }
     }
-    let candidates: Vec<Candidate> = merged.into_values().collect();
-    // The keys the focus ranks by; without them (slow or failed) the sources' order stands.
-    let keys = match tokio::time::timeout(t, super::rank::keys(pool, &candidates)).await {
-        Ok(Ok(keys)) => keys,
+    let mut candidates: Vec<Candidate> = merged.into_values().collect();
+    // The keys the focus ranks by and the superseded utterances; without them (slow or
+    // failed) the sources' order stands.
+    let read = async {
+        tokio::try_join!(
+            super::rank::keys(pool, &candidates),
+            super::rank::superseded(pool, scope.persona, &candidates)
+        )
+    };
+    let read = tokio::time::timeout(t, read).await;
+    let keys = match read {
+        Ok(Ok((keys, superseded))) => {
+            super::rank::demote(&mut candidates, &superseded);
+            keys
+        }
         Ok(Err(e)) => {
             out.skipped
                 .insert("ranking_keys".into(), format!("failed: {e}"));

@@ -10,8 +10,12 @@
 //!   annotated with it;
 //! - an avoided term lowers it below anything neutral, so it is the first cut. Never a
 //!   preference: the dislike itself is what the persona must remember.
+//!
+//! An utterance a state rested on before the state was revised or closed without it is
+//! [`superseded`]: it ranks below the memory's newer form (a corrected fact's old words
+//! otherwise match a question as well as the correction, often better).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
@@ -28,6 +32,8 @@ const TOPIC_WEIGHT: f64 = 0.5;
 const STYLE_WEIGHT: f64 = 0.3;
 /// What any avoided term takes away: more than any source scores.
 const AVOID_WEIGHT: f64 = 1.5;
+/// What a superseded utterance loses: more than a match's edge over a correction's.
+const SUPERSEDED_WEIGHT: f64 = 0.5;
 
 /// Where a candidate comes from, read from its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +108,39 @@ pub async fn keys(pool: &PgPool, candidates: &[Candidate]) -> Result<Keys, sqlx:
         }
     }
     Ok(keys)
+}
+
+/// The utterances among `candidates` that some state of `persona` rested on in an earlier
+/// revision and no longer does (revised with other evidence, or closed): one indexed read
+/// of the persona's revised states (migration 0120).
+pub async fn superseded(
+    pool: &PgPool,
+    persona: &str,
+    candidates: &[Candidate],
+) -> Result<HashSet<String>, sqlx::Error> {
+    let events: Vec<String> = candidates
+        .iter()
+        .filter_map(|c| c.id.strip_prefix("event:").map(str::to_owned))
+        .collect();
+    let rows: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT ev FROM memory_states s \
+         JOIN memory_state_revisions r ON r.state_id = s.state_id AND r.revision < s.revision \
+         CROSS JOIN LATERAL jsonb_array_elements_text(r.state->'evidence_event_ids') AS ev \
+         WHERE s.persona = $1 AND s.revision > 1 AND ev = ANY($2) \
+         AND NOT (s.status = 'active' AND ev = ANY(s.evidence_event_ids::text[]))",
+    )
+    .bind(persona)
+    .bind(&events)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|id| format!("event:{id}")).collect())
+}
+
+/// Lowers each of `candidates` that is `superseded`.
+pub fn demote(candidates: &mut [Candidate], superseded: &HashSet<String>) {
+    for c in candidates.iter_mut().filter(|c| superseded.contains(&c.id)) {
+        c.score -= SUPERSEDED_WEIGHT;
+    }
 }
 
 /// An utterance's keys: the entities its plan named and the threads it put it in.
