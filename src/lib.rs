@@ -9,6 +9,7 @@
 //!   `ghost recall plan` (a message's RetrievalPlan);
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
+//! - [`recall_quality`]: `ghost recall-quality`, recall@12 and more per recall configuration;
 //! - [`memory_io`]: `ghost memory export` and `ghost memory import`;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
 //! - [`reply_bench`]: `ghost reply-bench`, the pipeline's time to first token on the
@@ -32,6 +33,7 @@ pub mod memory_io;
 pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;
+pub mod recall_quality;
 pub mod reply_bench;
 pub mod route_report;
 pub mod stack;

@@ -2,8 +2,9 @@
 //! database with `--events` utterances (and a tenth as many states), then measures recall's
 //! candidate collection (every source, in parallel) and the part of recall before the first
 //! token other than the selection model call (memory load + plan + collection), and the
-//! write plan's validation + apply per plan. The database (created through
-//! `GHOST_TEST_ADMIN_DATABASE_URL`, as the tests do) is removed afterwards.
+//! write plan's validation + apply per plan. With `--vectors`, the vector source is on
+//! (stored vectors for every row, each question embedded by the real model). The database
+//! (created through `GHOST_TEST_ADMIN_DATABASE_URL`, as the tests do) is removed afterwards.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,11 @@ pub struct MemoryBenchArgs {
     /// Plans to validate and apply.
     #[arg(long, default_value_t = 10_000)]
     pub plans: usize,
+    /// Turn the vector source on: every seeded utterance and state gets a stored vector
+    /// (random: what it costs to compare them does not depend on what they say), and each
+    /// question is embedded by all-MiniLM-L6-v2, served in this process.
+    #[arg(long)]
+    pub vectors: bool,
 }
 
 /// Consonants and vowels of the seeded vocabulary's syllables.
@@ -109,6 +115,36 @@ async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
     Ok(())
 }
 
+/// A stored vector for every utterance and state (384 dimensions, as all-MiniLM-L6-v2's),
+/// as recall's backfill would have left them.
+async fn seed_vectors(pool: &sqlx::PgPool, model: &str) -> Result<()> {
+    // Correlated with the row (`g`), so each row draws its own.
+    let vector =
+        "(SELECT array_agg((random() - 0.5)::real) FROM generate_series(1, 384) d WHERE d > g - g)";
+    for sql in [
+        format!(
+            "INSERT INTO memory_embeddings (item_id, model, persona, session_id, text, vector) \
+                 SELECT 'event:' || event_id, $1, NULL, session_id, text, {vector} \
+                 FROM (SELECT row_number() OVER () AS g, * FROM assistant_text) t"
+        ),
+        format!(
+            "INSERT INTO memory_embeddings (item_id, model, persona, session_id, text, vector) \
+                 SELECT 'state:' || state_id, $1, persona, NULL, body_text, {vector} \
+                 FROM (SELECT row_number() OVER () AS g, * FROM memory_states) s"
+        ),
+    ] {
+        sqlx::query(&sql)
+            .bind(model)
+            .execute(pool)
+            .await
+            .context("seed vectors")?;
+    }
+    sqlx::query("VACUUM ANALYZE memory_embeddings")
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Validation + apply of a representative plan (3 states, 3 preferences, interest) against
 /// a memory of 200 states and 100 preferences, `n` times.
 fn bench_plans(n: usize) -> Result<Duration> {
@@ -168,6 +204,21 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         args.events / 10,
         started.elapsed().as_secs_f64()
     );
+    let model = match args.vectors {
+        true => {
+            let dir = ghost_testkit::testing::embedding_model_dir();
+            let url = crate::recall_quality::embedding::serve(dir).await?;
+            let name = crate::recall_quality::embedding::NAME;
+            let started = Instant::now();
+            seed_vectors(store.pool(), name).await?;
+            println!(
+                "seeded their vectors in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            Some(crate::recall_quality::embedding::client(&url, name)?)
+        }
+        false => None,
+    };
     let settings = env.config.ghost.memory.clone();
     let scope = Scope {
         persona: "kuro",
@@ -175,7 +226,7 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         session_id: "bench",
         source_timeout: Duration::from_secs(10),
         similarity_threshold: settings.recall_similarity_threshold,
-        embedding: None,
+        embedding: model.as_ref(),
     };
     let mut collection = Vec::with_capacity(args.queries);
     let mut before_selection = Vec::with_capacity(args.queries);
@@ -214,8 +265,13 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         }
         std::hint::black_box(collected);
     }
+    let sources = if args.vectors {
+        "every source, vectors on"
+    } else {
+        "vectors off"
+    };
     report(
-        "recall candidate collection (6 sources in parallel)",
+        &format!("recall candidate collection ({sources})"),
         collection,
     );
     report(
