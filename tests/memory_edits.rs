@@ -17,7 +17,7 @@ use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use ghost_write_plan::edits::Edits;
 use serde_json::{json, Value};
-use support::plans::{second_planner, write_plan};
+use support::plans::{second_planner, wait_applied, write_plan};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -76,20 +76,10 @@ fn answer(r: &RecordedRequest) -> Script {
     Script::reply(&plan.to_string())
 }
 
-async fn applied(app: &TestApp) -> usize {
-    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM memory_event_annotations")
-        .fetch_one(app.store.pool())
-        .await
-        .unwrap() as usize
-}
-
 async fn turn(app: &TestApp, text: &str, n: usize) {
     let events = app.chat("edits-1", text).await;
     assert_eq!(events.last().unwrap().event, "done", "{events:?}");
-    eventually(WAIT, "the plan applied", || async {
-        (applied(app).await >= n).then_some(())
-    })
-    .await;
+    wait_applied(app, n).await;
 }
 
 async fn edit(app: &TestApp, body: Value, token: Option<&str>) -> (u16, Value) {

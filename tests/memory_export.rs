@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
-use ghost_testkit::testing::{eventually, repo_config_dir, WORKER_MODEL};
+use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::plans::write_plan;
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
@@ -36,22 +36,6 @@ fn answer(r: &RecordedRequest) -> Script {
         "subject": "Celery", "confidence": 0.9, "evidence_event_ids": [current],
         "reason": "said so"});
     Script::reply(&write_plan(json!([fact]), json!([like]), "celery", "support").to_string())
-}
-
-/// `ghost <args>` against `app`'s database and bus: success, stdout, stderr.
-async fn ghost(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
-        .args(args)
-        .env("GHOST_CONFIG_DIR", repo_config_dir())
-        .envs(app.env.vars.iter().cloned())
-        .output()
-        .await
-        .expect("run ghost");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into(),
-        String::from_utf8_lossy(&output.stderr).into(),
-    )
 }
 
 /// Every memory row that says what is remembered (positions and the ids of the events
@@ -128,11 +112,9 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("kuro.json");
     let path = file.to_str().unwrap();
-    let (ok, _, err) = ghost(
-        &from,
-        &["memory", "export", "--persona", "kuro", "--out", path],
-    )
-    .await;
+    let (ok, _, err) = from
+        .ghost(&["memory", "export", "--persona", "kuro", "--out", path])
+        .await;
     assert!(ok, "{err}");
     let document: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(
@@ -143,7 +125,7 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
 
     // A fresh deployment: the same rows.
     let to = TestApp::spawn_services(&[ServiceName::WritePlan, ServiceName::Persona], &[]).await;
-    let (ok, out, err) = ghost(&to, &["memory", "import", path]).await;
+    let (ok, out, err) = to.ghost(&["memory", "import", path]).await;
     assert!(ok, "{err}");
     assert!(out.contains("\"appended\":4"), "{out}");
     eventually(WAIT, "the imported rows", || async {
@@ -153,7 +135,7 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
 
     // Again: nothing appended, nothing changed.
     let events = to.event_count().await;
-    let (ok, out, err) = ghost(&to, &["memory", "import", path]).await;
+    let (ok, out, err) = to.ghost(&["memory", "import", path]).await;
     assert!(ok, "{err}");
     assert!(out.contains("\"appended\":0"), "{out}");
     assert_eq!(to.event_count().await, events);
@@ -173,7 +155,7 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
     ] {
         let bad = dir.join(name);
         std::fs::write(&bad, text).unwrap();
-        let (ok, _, err) = ghost(&to, &["memory", "import", bad.to_str().unwrap()]).await;
+        let (ok, _, err) = to.ghost(&["memory", "import", bad.to_str().unwrap()]).await;
         assert!(!ok && err.contains(why), "{name}: {err}");
     }
     assert_eq!(to.event_count().await, events);
@@ -181,9 +163,11 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
     // With the conversations: the lines join the new deployment's conversation text, once.
     let full = dir.join("history.json");
     let full = full.to_str().unwrap();
-    let (ok, _, err) = ghost(&from, &["memory", "export", "--history", "--out", full]).await;
+    let (ok, _, err) = from
+        .ghost(&["memory", "export", "--history", "--out", full])
+        .await;
     assert!(ok, "{err}");
-    let (ok, out, err) = ghost(&to, &["memory", "import", full]).await;
+    let (ok, out, err) = to.ghost(&["memory", "import", full]).await;
     assert!(ok, "{err}");
     assert!(out.contains("\"appended\":2"), "the two lines: {out}");
     let said = lines(&from).await;
@@ -192,7 +176,7 @@ async fn an_exported_memory_imports_the_same_once_and_bad_documents_are_refused(
         (lines(&to).await == said).then_some(())
     })
     .await;
-    let (ok, out, _) = ghost(&to, &["memory", "import", full]).await;
+    let (ok, out, _) = to.ghost(&["memory", "import", full]).await;
     assert!(ok && out.contains("\"appended\":0"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
     to.cleanup().await;

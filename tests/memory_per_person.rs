@@ -15,7 +15,9 @@ use ghost_shared::projections::MemoryProjection;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
-use support::plans::{is_state_or_preference, second_planner, select_candidates, write_plan};
+use support::plans::{
+    is_state_or_preference, second_planner, select_candidates, wait_applied, write_plan,
+};
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
 use support::NEUTRAL_AFFECT;
 
@@ -77,21 +79,6 @@ async fn spawn() -> ChannelApp {
         ChannelApp::spawn_services(&services, &[("GHOST_MEMORY__RECALL_ENABLED", "true")]).await;
     c.app.llm.set_responder(answer);
     c
-}
-
-/// Plans applied so far (a plan's annotation is its last event).
-async fn applied(c: &ChannelApp) -> usize {
-    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM memory_event_annotations")
-        .fetch_one(c.app.store.pool())
-        .await
-        .unwrap() as usize
-}
-
-async fn wait_applied(c: &ChannelApp, n: usize) {
-    eventually(WAIT, "the plans applied", || async {
-        (applied(c).await >= n).then_some(())
-    })
-    .await;
 }
 
 /// `user` says `text` in Slack thread 1700000001.000100 of channel C1.
@@ -210,14 +197,14 @@ async fn two_people_in_one_thread_and_one_group_keep_their_own_preferences() {
     let c = spawn().await;
     // Slack: Ann loves celery, Ben hates it, in one thread.
     slack_says(&c, 1, ANN, "I love celery").await;
-    wait_applied(&c, 1).await;
+    wait_applied(&c.app, 1).await;
     slack_says(&c, 2, BEN, "I hate celery").await;
-    wait_applied(&c, 2).await;
+    wait_applied(&c.app, 2).await;
     // LINE: Cho hates it, Dan loves it, in one group.
     line_says(&c, 1, CHO, "I hate celery").await;
-    wait_applied(&c, 3).await;
+    wait_applied(&c.app, 3).await;
     line_says(&c, 2, DAN, "I love celery").await;
-    wait_applied(&c, 4).await;
+    wait_applied(&c.app, 4).await;
 
     // Each confirm stays its speaker's: nobody's opposite confirm revoked it.
     let expected = {
@@ -246,7 +233,7 @@ async fn two_people_in_one_thread_and_one_group_keep_their_own_preferences() {
     asks(&c, "Cho here", "dislike", "like").await;
     line_says(&c, 4, DAN, "what about celery, Dan here?").await;
     asks(&c, "Dan here", "like", "dislike").await;
-    wait_applied(&c, 8).await;
+    wait_applied(&c.app, 8).await;
 
     // Per person in the API too.
     let memory = MemoryProjection::load_for(c.app.store.pool(), "kuro", BEN)

@@ -292,6 +292,16 @@ impl TestApp {
     /// Runs `ghost <args>` as a separate process against this app's database and streams
     /// (`vars` on top of its settings); panics with its stderr unless it succeeds.
     pub async fn run_ghost_command(&self, args: &[&str], vars: &[(&str, &str)]) {
+        let (ok, _, stderr) = self.ghost_with(args, vars).await;
+        assert!(ok, "ghost {args:?}: {stderr}");
+    }
+
+    /// Runs `ghost <args>` as [`Self::run_ghost_command`] does: (success, stdout, stderr).
+    pub async fn ghost(&self, args: &[&str]) -> (bool, String, String) {
+        self.ghost_with(args, &[]).await
+    }
+
+    async fn ghost_with(&self, args: &[&str], vars: &[(&str, &str)]) -> (bool, String, String) {
         let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ghost"))
             .args(args)
             .env("GHOST_CONFIG_DIR", repo_config_dir())
@@ -300,11 +310,11 @@ impl TestApp {
             .output()
             .await
             .expect("run ghost");
-        assert!(
+        (
             output.status.success(),
-            "ghost {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+            String::from_utf8_lossy(&output.stdout).into(),
+            String::from_utf8_lossy(&output.stderr).into(),
+        )
     }
 
     /// The mood service's answer for `persona` at `now` (its clock when `None`).

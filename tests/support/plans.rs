@@ -129,3 +129,19 @@ pub fn is_state_or_preference(candidate: &Value) -> bool {
     let source = candidate["source"].as_str().unwrap_or_default();
     source == "preferences" || source.ends_with("states")
 }
+
+/// Plans applied so far (a plan's annotation is its last event).
+pub async fn applied(app: &TestApp) -> usize {
+    sqlx::query_scalar::<_, i64>("SELECT count(*) FROM memory_event_annotations")
+        .fetch_one(app.store.pool())
+        .await
+        .unwrap() as usize
+}
+
+/// Waits until at least `n` plans are applied.
+pub async fn wait_applied(app: &TestApp, n: usize) {
+    eventually(Duration::from_secs(30), "the plans applied", || async {
+        (applied(app).await >= n).then_some(())
+    })
+    .await;
+}
