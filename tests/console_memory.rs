@@ -3,7 +3,8 @@
 //! worker writing the plans. A chat turn makes memories; under the next reply the console
 //! shows the memories recall selected for it, each a link to the Memory view, which marks
 //! it; there a state's body is corrected and a preference forgotten through the page, and
-//! `GET /api/memory` changes accordingly. A refused edit is said plainly. Screenshots in
+//! `GET /api/memory` changes accordingly. A refused edit is said plainly. Last, the person
+//! is forgotten from the Memory view, and nothing of them is left. Screenshots in
 //! `target/console-screenshots/` (`memory-*.png`).
 
 mod support;
@@ -343,6 +344,61 @@ async fn recalled_memories_under_replies_and_correcting_and_forgetting_in_the_co
     phone.save_screenshot("memory-phone").await;
     phone.assert_quiet("at a phone's width").await;
     phone.close().await;
+
+    // Forgetting the person: asked to confirm, then nothing of them in the page, the API
+    // or their conversation (the state about no one rested on their words: gone too).
+    let browser = driver.browser(DESKTOP.0, DESKTOP.1).await;
+    browser
+        .goto(&format!("{console}#/memory?person=user"))
+        .await;
+    browser.fill("#signin-token", TOKEN).await;
+    browser.click("#signin-submit").await;
+    until(
+        &browser,
+        "the person's memories",
+        &texts_js("#memory-states-list li .body"),
+        |v| v.as_array().is_some_and(|a| a.len() == 2),
+    )
+    .await;
+    browser
+        .click("#memory-forget-person button.forget-person")
+        .await;
+    let asked = browser.js(&texts_js("#memory-forget-person .status")).await;
+    assert!(
+        asked[0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be undone"),
+        "{asked}"
+    );
+    browser.save_screenshot("memory-forget-person-asked").await;
+    browser
+        .click("#memory-forget-person button.forget-person-confirm")
+        .await;
+    until(
+        &browser,
+        "the person forgotten",
+        "document.getElementById('memory-note').textContent",
+        |v| v == "user is forgotten.",
+    )
+    .await;
+    let states = browser.js(&texts_js("#memory-states-list li")).await;
+    assert_eq!(states, json!(["No states."]));
+    let persons = browser
+        .js("[...document.querySelectorAll('#memory-person option')].map(o => o.value)")
+        .await;
+    assert_eq!(persons, json!([""]));
+    let after = memory(&app).await;
+    assert_eq!(
+        (after["states"].clone(), after["preferences"].clone()),
+        (json!([]), json!([])),
+        "{after}"
+    );
+    let said: Value = app.messages("memory-chat").await;
+    assert_eq!(said["messages"], json!([]), "{said}");
+    browser.save_screenshot("memory-forget-person-done").await;
+    browser.assert_quiet("forgetting a person").await;
+    browser.close().await;
     drop(driver);
     app.cleanup().await;
 }

@@ -233,10 +233,12 @@ impl EventPayload for TurnTimedOut {
 }
 
 /// The event types that end a turn in its session.
-pub const TURN_ENDING_TYPES: [&str; 3] = [
+pub const TURN_ENDING_TYPES: [&str; 4] = [
     AssistantReplied::EVENT_TYPE,
     RenderFailed::EVENT_TYPE,
     TurnTimedOut::EVENT_TYPE,
+    // A forgotten person's turn, redacted whole: nothing of it runs any more.
+    crate::memory::forget_person::REDACTED,
 ];
 
 /// Whether an event type ends a turn in its session.

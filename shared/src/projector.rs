@@ -146,6 +146,19 @@ pub struct ProjectionRunner {
     passes: Arc<AtomicU64>,
 }
 
+/// Key of the advisory lock of the projection named `name` ([`ProjectionRunner::lock_key`]):
+/// what holds every projection still while their rows change outside them (forgetting a
+/// person).
+pub fn projection_lock_key(name: &str) -> i64 {
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h as i64
+}
+
 /// The outcome of one catch-up pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatchUp {
@@ -209,13 +222,7 @@ impl ProjectionRunner {
     /// Key of the transaction-level advisory lock serializing runners of one projection
     /// across processes (an operator's session holding it pauses the projection).
     pub fn lock_key(&self) -> i64 {
-        // FNV-1a: stable across builds, unlike std's hasher.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.projection.name().bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h as i64
+        projection_lock_key(self.projection.name())
     }
 
     /// Applies everything committed so far (in batches). Another process running the same

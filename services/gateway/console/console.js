@@ -7,6 +7,7 @@
 //   "Deliberate now" (POST /api/autonomy/tick);
 // - Stage: GET /api/stage (WebSocket); Mood: /api/partner_mood and /api/memory;
 // - Memory: a persona's states and preferences, everyone's or one person's (GET /api/memory),
+//   a whole person forgotten with POST /api/memory/forget-person,
 //   each corrected or forgotten with POST /api/memory/edits (then read again until the change
 //   lands). Under each reply in Chat, the memories recall selected for it
 //   (GET /api/recalls/<reply event id>), each a link to it in Memory.
@@ -1322,6 +1323,7 @@ async function loadMemoryView() {
       shown = one.body;
     }
     showMemoryView(shown);
+    forgetPersonActions();
     return all.body;
   } catch (_) {
     if (state.signedIn) showNotice($("memory-edit-error"), "Could not reach the server.");
@@ -1416,6 +1418,55 @@ function preferenceItem(p) {
   const flip = button("quiet flip", "Flip to " + other, () => editMemory(li, target, { op: "flip_polarity" }, gone));
   li.appendChild(memoryActions(li, [flip], () => editMemory(li, target, { op: "forget" }, gone)));
   return li;
+}
+
+/** "Forget this person" beside the person chosen, asking before it forgets. */
+function forgetPersonActions() {
+  const actions = $("memory-forget-person");
+  const person = $("memory-person").value;
+  actions.replaceChildren();
+  if (!person) return;
+  const ask = button("quiet forget-person", "Forget this person", () => {
+    actions.replaceChildren(
+      textEl("span", "status", "Forget everything about " + person + ": their messages and memories, in every conversation? It cannot be undone."),
+      button("forget-person-confirm danger", "Forget " + person + " for good", () => forgetPerson(person)),
+      button("quiet cancel", "Keep", () => actions.replaceChildren(ask)),
+    );
+  });
+  actions.appendChild(ask);
+}
+
+/** Asks to forget `person`; on 202 reads the memory again until nothing of them is left,
+ * then shows everyone's without them. */
+async function forgetPerson(person) {
+  const error = $("memory-edit-error");
+  showNotice(error, "");
+  for (const b of $("memory-forget-person").querySelectorAll("button")) b.disabled = true;
+  try {
+    const answer = await api("POST", "/api/memory/forget-person", { person });
+    if (!answer.ok) {
+      showNotice(error, "Not forgotten: " + answer.error);
+      forgetPersonActions();
+      return;
+    }
+    $("memory-note").textContent = "Recorded; forgetting " + person + "…";
+    const query = "/api/memory?person=" + encodeURIComponent(person);
+    for (let i = 0; i < 40; i += 1) {
+      await sleep(500);
+      const left = await api("GET", query);
+      if (left.ok && !(left.body.states || []).some((s) => s.person === person) && !(left.body.preferences || []).length) {
+        for (const o of [...$("memory-person").options]) if (o.value === person) o.remove();
+        $("memory-person").value = "";
+        $("memory-note").textContent = person + " is forgotten.";
+        location.hash = memoryAddress();
+        await loadMemoryView();
+        return;
+      }
+    }
+    $("memory-note").textContent = "Recorded, but not done yet: refresh in a moment.";
+  } catch (_) {
+    if (state.signedIn) showNotice(error, "Could not reach the server.");
+  }
 }
 
 /** Asks for an edit; on 202 reads the memory again until `landed` says the change is in. */

@@ -11,7 +11,8 @@
 //! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
 //!   persona's autonomy messages and the activity stream, for consoles);
 //! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`memory_edits`]:
-//!   correcting and forgetting one memory (`POST /api/memory/edits`); [`recalls`]: what a
+//!   correcting and forgetting one memory (`POST /api/memory/edits`); [`forget_person`]:
+//!   forgetting a whole person (`POST /api/memory/forget-person`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`routes`]: every route in one table, the router built from it, and its JSON 404 and
@@ -39,6 +40,7 @@ pub mod conversations;
 pub mod deliver;
 pub mod error;
 pub mod extract;
+pub mod forget_person;
 pub mod health;
 pub mod line;
 pub mod media;

@@ -47,13 +47,23 @@ const MAX_REASON_CHARS: usize = 200;
 fn parse(body: &[u8]) -> Result<EditRequest, ApiError> {
     let req: EditRequest = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("not a memory edit: {e}")))?;
-    if req.reason.chars().count() > MAX_REASON_CHARS {
+    check_reason_and_request_id(&req.reason, req.request_id.as_deref())?;
+    Ok(req)
+}
+
+/// The checks every memory request's `reason` and `request_id` pass (edits, forgetting a
+/// person).
+pub(crate) fn check_reason_and_request_id(
+    reason: &str,
+    request_id: Option<&str>,
+) -> Result<(), ApiError> {
+    if reason.chars().count() > MAX_REASON_CHARS {
         return Err(ApiError::bad_request(
             "invalid_reason",
             format!("reason is longer than {MAX_REASON_CHARS} characters"),
         ));
     }
-    if let Some(r) = &req.request_id {
+    if let Some(r) = request_id {
         if r.is_empty() || r.len() > 128 || r.chars().any(char::is_control) {
             return Err(ApiError::bad_request(
                 "invalid_request_id",
@@ -61,7 +71,7 @@ fn parse(body: &[u8]) -> Result<EditRequest, ApiError> {
             ));
         }
     }
-    Ok(req)
+    Ok(())
 }
 
 /// `POST /api/memory/edits`.

@@ -12,7 +12,8 @@ use axum::routing::MethodRouter;
 use axum::Router;
 
 use crate::error::ApiError;
-use crate::{autonomy, chat, console, conversations, health, memory, memory_edits, metrics};
+use crate::{autonomy, chat, console, conversations, forget_person, health, memory};
+use crate::{memory_edits, metrics};
 use crate::{partner_mood, recalls, sessions, stage, webhooks, AppState};
 
 /// What runs before a route's handler (and before its 405).
@@ -89,6 +90,11 @@ pub const ROUTES: &[Route] = &[
     route!("/api/autonomy/tick", Bearer, post(autonomy::tick)),
     route!("/api/memory", Bearer, get(memory::get)),
     route!("/api/memory/edits", Bearer, post(memory_edits::post)),
+    route!(
+        "/api/memory/forget-person",
+        Bearer,
+        post(forget_person::post)
+    ),
     route!("/api/recalls/{event_id}", Bearer, get(recalls::get)),
 ];
 

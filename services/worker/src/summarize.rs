@@ -40,7 +40,9 @@ impl EventHandler for Summarizer {
             .map_err(HandlerError::transient)?
             .iter()
             .rev()
-            .find_map(|e| e.decode::<SessionSummarized>().ok());
+            .find_map(|e| e.decode::<SessionSummarized>().ok())
+            // Emptied when a person who took part was forgotten: start again from the lines.
+            .filter(|s| !s.summary.is_empty());
         let turns = self.turns_since(&request, previous.as_ref()).await?;
         let fence = Fence::new();
         let mut text = String::new();
@@ -129,6 +131,7 @@ impl Summarizer {
         let mut lines: Vec<(&'static str, String)> = events
             .iter()
             .filter(|e| e.version <= through.version)
+            .filter(|e| !ghost_shared::memory::forget_person::is_redacted(&e.payload))
             .filter_map(|e| {
                 if let Ok(m) = e.decode::<UserMessageReceived>() {
                     Some(("user", m.text))

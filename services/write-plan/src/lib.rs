@@ -5,7 +5,8 @@
 //! `PreferenceUpdated`, `InterestStateUpdated`, `EventAnnotated`) or, for a plan that breaks
 //! a rule, one `WritePlanRejected`. After a deliberation (`ActionDecided`) or an
 //! `agent_delegate` result (`ActionResultRecorded`) it merges their interest update; it
-//! applies people's edits (`MemoryEditRequested` → `MemoryCorrected`, `MemoryForgotten`). It
+//! applies people's edits (`MemoryEditRequested` → `MemoryCorrected`, `MemoryForgotten`) and
+//! forgets whole people (`PersonForgetRequested` → `PersonForgotten`). It
 //! also runs the `memory` projection: it is memory's one writer. Replies never wait for it.
 //!
 //! - [`input`]: what the model is given (the turn, recent events, memory, the persona);
@@ -13,10 +14,12 @@
 //! - [`planner`]: the utterance handler (once per utterance, whatever is redelivered);
 //! - [`attention`]: the interest update of a deliberation or an agent's result;
 //! - [`edits`]: people's corrections and forgetting;
+//! - [`forget_person`]: forgetting a whole person (the store's redaction, the bus's copies);
 //! - [`writer`]: changes to memory, one at a time against a caught-up projection.
 
 pub mod attention;
 pub mod edits;
+pub mod forget_person;
 pub mod handles;
 pub mod input;
 pub mod planner;
@@ -68,6 +71,17 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             ctx.bus().clone(),
             ConsumerSpec::new(SERVICE, event_type),
             edits.clone(),
+        ));
+    }
+    let forget = Arc::new(forget_person::ForgetPerson::new(
+        ctx.clone(),
+        writer.clone(),
+    ));
+    for event_type in forget_person::CONSUMES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ConsumerSpec::new(SERVICE, event_type),
+            forget.clone(),
         ));
     }
     let attention = Arc::new(attention::Attention::new(ctx.clone(), writer));

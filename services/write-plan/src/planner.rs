@@ -232,10 +232,30 @@ impl EventHandler for Planner {
         contract.record(self.llm.role(), raw, verdict);
         let new_events = match checked {
             Ok(mut checked) => {
-                let forgotten =
+                let mut forgotten =
                     MemoryProjection::forgotten_evidence(self.ctx.store().pool(), &reply.speaker)
                         .await
                         .map_err(HandlerError::transient)?;
+                // What a forgotten person said is evidence of nothing any more.
+                let cited: Vec<_> = checked
+                    .states
+                    .iter()
+                    .flat_map(|u| &u.evidence_event_ids)
+                    .chain(
+                        checked
+                            .preferences
+                            .iter()
+                            .flat_map(|u| &u.evidence_event_ids),
+                    )
+                    .copied()
+                    .collect();
+                forgotten.extend(
+                    self.ctx
+                        .store()
+                        .redacted_among(&cited)
+                        .await
+                        .map_err(HandlerError::transient)?,
+                );
                 let dropped = drop_forgotten(&mut checked, &forgotten);
                 if dropped > 0 {
                     warn!(utterance = %event.event_id, dropped, "updates resting on forgotten evidence dropped");

@@ -11,9 +11,11 @@
 //! streams only carry events from commit to consumer, so the limits bound the server's
 //! storage at the price that a consumer stopped for longer than they allow misses what
 //! expired. Dropping the oldest (rather than refusing new publishes) keeps the live system
-//! moving when a stream fills.
+//! moving when a stream fills. Forgetting a person deletes their events' copies from both
+//! (`purge`).
 
 mod consumer;
+mod purge;
 
 use std::time::Duration;
 

@@ -9,6 +9,7 @@
 //! - [`validate`]: the rules (a plan that breaks one is rejected whole) → `CheckedPlan`;
 //! - [`apply`]: a checked plan → the memory after it and the events recording each change;
 //! - [`edits`]: people's corrections and forgetting, and what each changes;
+//! - [`forget_person`]: forgetting a whole person (why redaction, what it touches);
 //! - [`document`]: the export/import document and the events an import appends;
 //! - [`interest`]: decay and merge of the interest state (and the one reading of it);
 //! - [`influence`]: the interest update a deliberation's `persona_influence` carries;
@@ -18,6 +19,7 @@
 pub mod apply;
 pub mod document;
 pub mod edits;
+pub mod forget_person;
 pub mod influence;
 pub mod interest;
 pub mod model;

@@ -280,6 +280,10 @@ struct Said {
 
 /// What an event of `event_type` says in the conversation, if it says something.
 fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said>, DecodeError> {
+    // A reply whose words were forgotten with a person says nothing any more.
+    if crate::memory::forget_person::is_redacted(payload) {
+        return Ok(None);
+    }
     let said = match event_type {
         UserMessageReceived::EVENT_TYPE => {
             let m: UserMessageReceived = decode_payload(event_type, payload)?;

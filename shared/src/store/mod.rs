@@ -7,10 +7,12 @@
 //! - `read`: gap-safe reads in commit order;
 //! - `tail`: a stream's newest events, read back from its head in bounded windows;
 //! - `wakeups`: the projection runners' wake-up, sent after each append commits;
+//! - `forget`: the audited redaction that forgets a person ([`EventStore::forget_person`]);
 //! - `unreachable`: whether an error means the database was out of reach.
 
 mod append;
 mod append_batch;
+mod forget;
 pub(crate) mod read;
 mod tail;
 mod unreachable;
@@ -26,6 +28,7 @@ pub use wakeups::{WakeFilter, WakeUp};
 
 pub use append::{AlsoWritten, AppendOutcome, ExpectedVersion, TurnGuard};
 pub use append_batch::AppendRequest;
+pub use forget::Redaction;
 pub use read::{any_after_in, read_all_after_in, ReadPosition};
 pub use tail::{read_tail_checking_in, read_tail_in, TailFilter};
 pub use unreachable::Unreachable;

@@ -149,7 +149,8 @@ impl SessionChanges {
                 let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
                 let row = self.row(&s.session_id, event.recorded_at);
                 if !row.summary_set || turns >= row.summary_turns {
-                    row.summary = Some(s.summary);
+                    // Empty: forgotten with a person who took part (its turns still count).
+                    row.summary = Some(s.summary).filter(|s| !s.is_empty());
                     row.summary_turns = turns;
                 }
                 row.summary_set = true;
