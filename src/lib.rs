@@ -9,6 +9,7 @@
 //!   `ghost recall plan` (a message's RetrievalPlan);
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
 //! - [`memory_bench`]: `ghost memory-bench`, write plan and recall figures;
+//! - [`forget_bench`]: `ghost forget-bench`, how long forgetting a person holds the store;
 //! - [`recall_quality`]: `ghost recall-quality`, recall@12 and more per recall configuration;
 //! - [`memory_io`]: `ghost memory export` and `ghost memory import`;
 //! - [`model_bench`]: `ghost model-bench`, speed of an OpenAI-compatible model server;
@@ -27,6 +28,7 @@ pub mod budget;
 pub mod chaos;
 pub mod children;
 pub mod doctor;
+pub mod forget_bench;
 pub mod load;
 pub mod memory_bench;
 pub mod memory_io;

@@ -111,6 +111,8 @@ enum Command {
     /// Seeds a private database with N utterances and measures recall's candidate
     /// collection and the write plan's validation + apply (see BENCHMARKS.md).
     MemoryBench(ghost::memory_bench::MemoryBenchArgs),
+    /// Seeds a private database and times forgetting a person (see BENCHMARKS.md).
+    ForgetBench(ghost::forget_bench::ForgetBenchArgs),
     /// Seeds a long conversation and measures recall's quality per configuration (see BENCHMARKS.md).
     RecallQuality(ghost::recall_quality::RecallQualityArgs),
     /// Recall (issue 12).
@@ -295,6 +297,7 @@ async fn run(command: Command) -> Result<()> {
             // Its own database and configuration (like the tests'): PostgreSQL admin access
             // from GHOST_TEST_ADMIN_DATABASE_URL, not the configured database.
             Command::MemoryBench(args) => ghost::memory_bench::run(args).await,
+            Command::ForgetBench(args) => ghost::forget_bench::run(args).await,
             Command::RecallQuality(args) => ghost::recall_quality::run(args).await,
             Command::Memory {
                 command: MemoryCommand::Export(args),

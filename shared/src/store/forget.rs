@@ -61,13 +61,14 @@ ON CONFLICT DO NOTHING";
 /// about no one that rest on their turns.
 const THEIR_STATES: &str = "\
 INSERT INTO forget_states \
-SELECT DISTINCT s->>'state_id' FROM events e, LATERAL (SELECT e.payload->'state' AS s) x \
- WHERE e.event_type IN ('StateUpserted', 'StateClosed', 'MemoryCorrected') \
-   AND jsonb_typeof(s) = 'object' \
+SELECT DISTINCT s->>'state_id' FROM ( \
+  SELECT payload->'state' AS s FROM events \
+   WHERE event_type IN ('StateUpserted', 'StateClosed', 'MemoryCorrected')) x \
+ WHERE jsonb_typeof(s) = 'object' \
    AND ((NOT s ? 'person' AND $1 = 'user') OR s->>'person' = $1 \
         OR (s->'person' = 'null'::jsonb AND EXISTS ( \
             SELECT 1 FROM jsonb_array_elements_text(s->'evidence_event_ids') ev \
-             WHERE ev IN (SELECT event_id::text FROM forget_turns)))) \
+              JOIN forget_turns f ON f.event_id::text = ev))) \
 ON CONFLICT DO NOTHING";
 
 /// Memory events about them or their states, and annotations of their turns.
@@ -92,16 +93,18 @@ ON CONFLICT DO NOTHING";
 /// Other people's steps carrying the context of a conversation the person took part in,
 /// from their first message there, and recalls that selected one of their memories.
 const SHARED: &str = "\
+WITH c AS (SELECT session_id, min(position) AS since FROM forget_said GROUP BY session_id) \
 SELECT e.event_id, e.event_type, e.payload FROM events e \
-  LEFT JOIN (SELECT session_id, min(position) AS since FROM forget_said GROUP BY session_id) c \
-    ON c.session_id = e.payload->>'session_id' \
- WHERE NOT e.payload ? 'redacted_by' \
-   AND e.event_id NOT IN (SELECT event_id FROM forget_turns) \
-   AND ((e.event_type = ANY($1) AND e.position > c.since) \
-     OR (e.event_type = 'RecallPerformed' AND EXISTS ( \
-          SELECT 1 FROM jsonb_array_elements_text(e.payload->'selected_ids') s \
-           WHERE s IN (SELECT 'event:' || event_id FROM forget_turns) \
-              OR s IN (SELECT 'state:' || state_id FROM forget_states))))";
+  JOIN c ON c.session_id = e.payload->>'session_id' AND e.position > c.since \
+ WHERE e.event_type = ANY($1) AND NOT e.payload ? 'redacted_by' \
+   AND NOT EXISTS (SELECT 1 FROM forget_turns f WHERE f.event_id = e.event_id) \
+UNION ALL \
+SELECT e.event_id, e.event_type, e.payload FROM events e \
+ WHERE e.event_type = 'RecallPerformed' AND NOT e.payload ? 'redacted_by' \
+   AND NOT EXISTS (SELECT 1 FROM forget_turns f WHERE f.event_id = e.event_id) \
+   AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(e.payload->'selected_ids') s \
+                WHERE s IN (SELECT 'event:' || event_id FROM forget_turns \
+                            UNION ALL SELECT 'state:' || state_id FROM forget_states))";
 
 /// The projections' rows derived from what was rewritten (a rebuild would not make them).
 /// `$1`: the rewritten events' ids; `$2`: the person.
@@ -172,6 +175,10 @@ impl EventStore {
                 q
             };
             q.execute(&mut *tx).await?;
+            // Their sizes, for the next step's plan (a temporary table has no statistics).
+            sqlx::query("ANALYZE forget_said, forget_turns, forget_states")
+                .execute(&mut *tx)
+                .await?;
         }
         let mut done = Redaction::default();
         // Their turns' images go before the events naming them are rewritten.
