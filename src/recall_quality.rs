@@ -155,6 +155,14 @@ pub async fn run(args: RecallQualityArgs) -> Result<()> {
     let summaries = report::summarize(&run.corpus, &run.outcomes);
     print!("{}", report::table(&summaries));
     for s in &summaries {
+        let vector = s
+            .median_ms
+            .1
+            .map_or(String::new(), |v| format!(", vector source {v:.1} ms"));
+        println!(
+            "{}: collection p50 {:.1} ms{vector}",
+            s.config.name, s.median_ms.0
+        );
         if s.unknown + s.skipped > 0 {
             println!(
                 "{}: {} unseeded candidates, {} sources skipped",

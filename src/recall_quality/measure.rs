@@ -76,6 +76,8 @@ pub struct Outcome {
     pub unknown: usize,
     /// Sources skipped (timed out or failed).
     pub skipped: usize,
+    /// Milliseconds the collection took, and the vector source (when on).
+    pub ms: (f64, Option<f64>),
 }
 
 impl Outcome {
@@ -135,7 +137,12 @@ pub async fn ask(
         similarity_threshold: settings.recall_similarity_threshold,
         embedding: model.filter(|_| config.vectors),
     };
+    let started = std::time::Instant::now();
     let collected = collect(pool, scope, &plan).await;
+    let ms = (
+        started.elapsed().as_secs_f64() * 1e3,
+        collected.timings_ms.get("vector").copied(),
+    );
     let ids: Vec<&str> = collected.candidates.iter().map(|c| c.id.as_str()).collect();
     let (new, old) = evidence(q, seeded);
     let first = |set: &[String]| ids.iter().position(|id| set.iter().any(|e| e == id));
@@ -166,5 +173,6 @@ pub async fn ask(
         cross_person,
         unknown,
         skipped: collected.skipped.len(),
+        ms,
     })
 }

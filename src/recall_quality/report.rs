@@ -64,6 +64,13 @@ pub struct Summary {
     pub unknown: usize,
     /// Sources skipped.
     pub skipped: usize,
+    /// Median milliseconds of the collection, and of the vector source when on.
+    pub median_ms: (f64, Option<f64>),
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 /// The figures of `outcomes` per configuration.
@@ -83,7 +90,13 @@ pub fn summarize(corpus: &Corpus, outcomes: &[Outcome]) -> Vec<Summary> {
                 cross_person_candidates: 0,
                 unknown: 0,
                 skipped: 0,
+                median_ms: (0.0, None),
             };
+            let mine = || outcomes.iter().filter(|o| o.config == config);
+            s.median_ms = (
+                median(mine().map(|o| o.ms.0).collect()).unwrap_or_default(),
+                median(mine().filter_map(|o| o.ms.1).collect()),
+            );
             for o in outcomes.iter().filter(|o| o.config == config) {
                 let q = &corpus.questions[o.question];
                 match (q.lang, q.kind) {
