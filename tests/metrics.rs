@@ -325,3 +325,106 @@ fn grafana_provisions_prometheus_and_jaeger_and_panels_link_to_traces() {
         );
     }
 }
+
+/// The cluster profile (issue 36): three NATS nodes routed to each other with JetStream,
+/// two instances of every Ghost service on them at three replicas, a Postgres primary of
+/// their own, and a Prometheus (its configuration passes promtool) scraping every instance.
+#[test]
+fn compose_cluster_profile_runs_two_of_every_service_on_three_nats_nodes() {
+    let mut compose: serde_norway::Value = serde_norway::from_str(
+        &std::fs::read_to_string(repo().join("docker-compose.yml")).expect("docker-compose.yml"),
+    )
+    .expect("docker-compose.yml is YAML");
+    compose.apply_merge().expect("YAML merge keys");
+    let services = compose["services"].as_mapping().expect("services");
+    let in_cluster = |name: &str| {
+        let entry = services
+            .get(name)
+            .unwrap_or_else(|| panic!("docker-compose.yml has no service {name}"));
+        let profiles = format!("{:?}", entry["profiles"]);
+        assert!(profiles.contains("cluster"), "{name}: profiles {profiles}");
+        entry.clone()
+    };
+    let routes = "nats://nats-1:6222,nats://nats-2:6222,nats://nats-3:6222";
+    for n in 1..=3 {
+        let node = in_cluster(&format!("nats-{n}"));
+        let command: Vec<&str> = node["command"]
+            .as_sequence()
+            .expect("nats command")
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        for flag in ["-js", "--cluster", "--cluster_name", "--routes", routes] {
+            assert!(
+                command.contains(&flag),
+                "nats-{n} lacks {flag}: {command:?}"
+            );
+        }
+    }
+    in_cluster("postgres-primary");
+    let prometheus = in_cluster("prometheus-cluster");
+    assert!(
+        format!("{:?}", prometheus["volumes"]).contains("./deploy/prometheus-cluster.yml"),
+        "prometheus-cluster does not load deploy/prometheus-cluster.yml"
+    );
+    let path = repo().join("deploy/prometheus-cluster.yml");
+    let (ok, report) = promtool(
+        &["check", "config", path.to_str().expect("utf-8 path")],
+        b"",
+    );
+    assert!(ok, "promtool check config {}:\n{report}", path.display());
+    let config: serde_norway::Value =
+        serde_norway::from_str(&std::fs::read_to_string(&path).expect("prometheus-cluster"))
+            .expect("YAML");
+    let targets = format!("{:?}", config["scrape_configs"]);
+    for service in ServiceName::ALL
+        .iter()
+        .copied()
+        .chain([ServiceName::WritePlan])
+    {
+        let name = service.as_str();
+        for k in 1..=2 {
+            let instance = format!("{name}-{k}");
+            let entry = in_cluster(&instance);
+            let command = format!("{:?}", entry["command"]);
+            assert!(
+                command.contains("run") && command.contains(&format!("\"{name}\"")),
+                "{instance} does not run `ghost run {name}`: {command}"
+            );
+            let env = &entry["environment"];
+            assert_eq!(env["GHOST_BUS__REPLICAS"].as_str(), Some("3"), "{instance}");
+            let nodes = format!(
+                "{},{}",
+                env["GHOST_BUS__URL"].as_str().unwrap_or_default(),
+                env["GHOST_BUS__SERVERS"].as_str().unwrap_or_default()
+            );
+            for n in 1..=3 {
+                assert!(
+                    nodes.contains(&format!("nats://nats-{n}:4222")),
+                    "{instance} does not list nats-{n}: {nodes}"
+                );
+            }
+            assert!(
+                env["GHOST_DATABASE__URL"]
+                    .as_str()
+                    .is_some_and(|u| u.contains("@postgres-primary:")),
+                "{instance} is not on the cluster's Postgres"
+            );
+            let port = if service == ServiceName::Gateway {
+                8080
+            } else {
+                let base = env["GHOST_TELEMETRY__METRICS_LISTEN"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{instance} sets no metrics listener"));
+                ghost::stack::metrics_address(base, &[service])
+                    .expect("metrics address")
+                    .port()
+            };
+            let target = format!("{instance}:{port}");
+            assert!(
+                targets.contains(&target),
+                "deploy/prometheus-cluster.yml does not scrape {target}"
+            );
+        }
+    }
+}
