@@ -46,19 +46,34 @@ pub struct ChaosArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Run on a NATS cluster and two Ghost hosts in network namespaces, with faults while
+    /// messages are sent (`src/chaos_cluster.rs`; needs root). `--kills` does not apply.
+    #[arg(long)]
+    pub cluster: bool,
+    /// With `--cluster`: how many times each fault is injected.
+    #[arg(long, default_value_t = 1)]
+    pub fault_rounds: usize,
+    /// With `--cluster`: how long a Ghost host stays cut off, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub partition_secs: u64,
+    /// With `--cluster`: instead of the fault run, send this many `/local` + code paste
+    /// pairs over LINE (half in one webhook, half back to back through both hosts) and
+    /// count requests that reach the cloud.
+    #[arg(long, default_value_t = 0)]
+    pub order_pairs: usize,
 }
 
 /// The services killed and restarted (every conversation service of `ghost up` but the
 /// write-plan service, which sends nothing a user sees).
-const SERVICES: [&str; 6] = ["gateway", "router", "worker", "coder", "persona", "mood"];
+pub(crate) const SERVICES: [&str; 6] = ["gateway", "router", "worker", "coder", "persona", "mood"];
 
 /// Secrets of the private run.
-const LINE_SECRET: &str = "0123456789abcdef0123456789abcdef";
-const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-const BOT: &str = "UBOT";
+pub(crate) const LINE_SECRET: &str = "0123456789abcdef0123456789abcdef";
+pub(crate) const SLACK_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub(crate) const BOT: &str = "UBOT";
 
 /// The affect trailer the fake persona model appends to every reply.
-const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
+pub(crate) const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
 
 /// The channel a message is sent on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +103,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, accepted: bool, answers: usize) {
+    pub(crate) fn add(&mut self, accepted: bool, answers: usize) {
         self.sent += 1;
         if !accepted {
             return;
@@ -136,6 +151,9 @@ impl ChaosReport {
 
 /// Runs the chaos and prints the report; an error when anything was lost or duplicated.
 pub async fn run(args: ChaosArgs) -> Result<()> {
+    if args.cluster {
+        return crate::chaos_cluster::run(args).await;
+    }
     let llm = FakeLlm::start().await.context("fake model")?;
     let marker = ghost_shared::affect::DEFAULT_TRAILER_MARKER;
     llm.set_default(Script::reply(&format!(
@@ -145,26 +163,9 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
     let slack = FakeSlack::start().await.context("fake Slack")?;
     let listen = free_loopback_addr()?;
     let (lb, sb) = (line.base_url(), slack.base_url());
-    let env = TestEnv::new(
-        &llm.base_url(),
-        &[
-            ("GHOST_BUS__STORAGE", "file"),
-            ("GHOST_BUS__ACK_WAIT_SECS", "10"),
-            ("GHOST_DATABASE__MAX_CONNECTIONS", "8"),
-            ("GHOST_GATEWAY__LISTEN", &listen),
-            ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
-            ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "chaos-line-token"),
-            ("GHOST_SLACK_SIGNING_SECRET", SLACK_SECRET),
-            ("GHOST_SLACK_BOT_TOKEN", "xoxb-chaos"),
-            ("GHOST_LINE__API_BASE", &lb),
-            ("GHOST_LINE__DATA_API_BASE", &lb),
-            ("GHOST_LINE__RETRY_BASE_DELAY_MS", "20"),
-            ("GHOST_SLACK__API_BASE", &sb),
-            ("GHOST_SLACK__BOT_USER_ID", BOT),
-            ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
-        ],
-    )
-    .await;
+    let mut extra = vec![("GHOST_GATEWAY__LISTEN", listen.as_str())];
+    extra.extend(overrides(&lb, &sb));
+    let env = TestEnv::new(&llm.base_url(), &extra).await;
     let children = Children::start(&env, &SERVICES);
     let result = drive(&env, &args, &line, &slack, &listen, &children).await;
     children.kill_all().await;
@@ -183,11 +184,99 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
     Ok(())
 }
 
+/// What the senders of a run share.
+#[derive(Clone)]
+pub(crate) struct Traffic {
+    pub client: reqwest::Client,
+    /// The gateways' base URLs.
+    pub bases: Arc<Vec<String>>,
+    pub token: String,
+    /// The run's id in every conversation's name.
+    pub run: String,
+    /// Sends repeated.
+    pub resends: Arc<AtomicUsize>,
+}
+
+/// Sends messages `0..total` from `concurrency` senders, each message once `gate(i)` lets
+/// it; returns what became of each, in order.
+pub(crate) async fn send_all<G, F>(
+    traffic: &Traffic,
+    concurrency: usize,
+    total: usize,
+    gate: G,
+) -> Result<Vec<(usize, Sent)>>
+where
+    G: Fn(usize) -> F + Clone + Send + 'static,
+    F: std::future::Future<Output = ()> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..concurrency.max(1))
+        .map(|_| {
+            let (t, next, gate) = (traffic.clone(), next.clone(), gate.clone());
+            tokio::spawn(async move {
+                let mut sent = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    gate(i).await;
+                    let msg = Message::new(&t.run, i);
+                    sent.push((i, msg.send(&t.client, &t.bases, &t.token, &t.resends).await));
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut sent: Vec<(usize, Sent)> = Vec::with_capacity(total);
+    for s in senders {
+        sent.extend(s.await?);
+    }
+    sent.sort_by_key(|(i, _)| *i);
+    Ok(sent)
+}
+
+/// The configuration of a chaos run beside its test environment's: file storage, a 10 s
+/// ack wait, the fake LINE (`lb`) and Slack (`sb`) with their secrets and short retries.
+pub(crate) fn overrides<'a>(lb: &'a str, sb: &'a str) -> [(&'static str, &'a str); 13] {
+    [
+        ("GHOST_BUS__STORAGE", "file"),
+        ("GHOST_BUS__ACK_WAIT_SECS", "10"),
+        ("GHOST_DATABASE__MAX_CONNECTIONS", "8"),
+        ("GHOST_LINE_CHANNEL_SECRET", LINE_SECRET),
+        ("GHOST_LINE_CHANNEL_ACCESS_TOKEN", "chaos-line-token"),
+        ("GHOST_SLACK_SIGNING_SECRET", SLACK_SECRET),
+        ("GHOST_SLACK_BOT_TOKEN", "xoxb-chaos"),
+        ("GHOST_LINE__API_BASE", lb),
+        ("GHOST_LINE__DATA_API_BASE", lb),
+        ("GHOST_LINE__RETRY_BASE_DELAY_MS", "20"),
+        ("GHOST_SLACK__API_BASE", sb),
+        ("GHOST_SLACK__BOT_USER_ID", BOT),
+        ("GHOST_SLACK__RETRY_DEFAULT_DELAY_MS", "20"),
+    ]
+}
+
+/// The API token of a test environment.
+pub(crate) fn api_token(env: &TestEnv) -> Result<String> {
+    Ok(env
+        .config
+        .secrets
+        .api_token
+        .clone()
+        .context("no api token")?
+        .expose()
+        .to_owned())
+}
+
 /// One message of the run and what became of it.
-struct Sent {
-    channel: Channel,
-    accepted: bool,
-    streamed_reply: bool,
+pub(crate) struct Sent {
+    pub channel: Channel,
+    pub accepted: bool,
+    pub streamed_reply: bool,
+    /// When the gateway acknowledged it.
+    pub accepted_at: Option<Instant>,
+    /// When its HTTP reply stream ended with `done`.
+    pub answered_at: Option<Instant>,
 }
 
 async fn drive(
@@ -199,14 +288,7 @@ async fn drive(
     children: &Arc<Children>,
 ) -> Result<ChaosReport> {
     let base = format!("http://{listen}");
-    let token = env
-        .config
-        .secrets
-        .api_token
-        .clone()
-        .context("no api token")?
-        .expose()
-        .to_owned();
+    let token = api_token(env)?;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()?;
@@ -247,31 +329,14 @@ async fn drive(
     };
 
     let resends = Arc::new(AtomicUsize::new(0));
-    let next = Arc::new(AtomicUsize::new(0));
-    let senders: Vec<_> = (0..args.concurrency.max(1))
-        .map(|_| {
-            let (client, base, token, run) =
-                (client.clone(), base.clone(), token.clone(), run.clone());
-            let (next, resends, total) = (next.clone(), resends.clone(), args.messages);
-            tokio::spawn(async move {
-                let mut sent = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= total {
-                        break;
-                    }
-                    let msg = Message::new(&run, i);
-                    sent.push((i, msg.send(&client, &base, &token, &resends).await));
-                }
-                sent
-            })
-        })
-        .collect();
-    let mut sent: Vec<(usize, Sent)> = Vec::with_capacity(args.messages);
-    for s in senders {
-        sent.extend(s.await?);
-    }
-    sent.sort_by_key(|(i, _)| *i);
+    let traffic = Traffic {
+        client: client.clone(),
+        bases: Arc::new(vec![base.clone()]),
+        token: token.clone(),
+        run: run.clone(),
+        resends: resends.clone(),
+    };
+    let sent = send_all(&traffic, args.concurrency, args.messages, |_| async {}).await?;
     sending_done.store(true, Ordering::Relaxed);
     eprintln!(
         "ghost chaos: {} messages sent in {:.1} s; waiting for the kills and quiescence",
@@ -280,15 +345,52 @@ async fn drive(
     );
     let kills = killer.await??;
 
-    // Quiescence: every accepted message answered (or the settle limit), no consumer with
-    // pending or unacknowledged messages, outbox empty, twice in a row.
+    let bases = [base];
+    let view = Where {
+        client: &client,
+        bases: &bases,
+        token: &token,
+        run: &run,
+        line,
+        slack,
+    };
+    let (answers, quiescent) = settle(env, args.settle_secs, &view, &sent).await?;
+    let mut report = tally(&sent, &answers);
+    report.kills = kills;
+    report.resends = resends.load(Ordering::Relaxed);
+    report.elapsed_secs = start.elapsed().as_secs_f64();
+    report.quiescent = quiescent;
+    Ok(report)
+}
+
+/// Where a run's answers are seen: the gateways (HTTP sessions read back) and the fake
+/// platforms.
+pub(crate) struct Where<'a> {
+    pub client: &'a reqwest::Client,
+    /// The gateways' base URLs (asked in turn).
+    pub bases: &'a [String],
+    pub token: &'a str,
+    /// The run's id in every conversation's name.
+    pub run: &'a str,
+    pub line: &'a FakeLine,
+    pub slack: &'a FakeSlack,
+}
+
+/// Waits until every accepted message is answered (or `settle_secs` pass) and nothing is
+/// in flight (no consumer with pending or unacknowledged messages, outbox empty, twice in
+/// a row); returns the answers per message and whether it was quiet.
+pub(crate) async fn settle(
+    env: &TestEnv,
+    settle_secs: u64,
+    view: &Where<'_>,
+    sent: &[(usize, Sent)],
+) -> Result<(Vec<usize>, bool)> {
     let ctx = env.context("chaos").await?;
     let store = env.store().await;
-    let deadline = Instant::now() + Duration::from_secs(args.settle_secs);
+    let deadline = Instant::now() + Duration::from_secs(settle_secs);
     let mut quiet_rounds = 0;
-    let quiescent;
-    let answers = loop {
-        let answers = count_answers(&client, &base, &token, &run, &sent, line, slack).await?;
+    loop {
+        let answers = count_answers(view, sent).await?;
         let all = sent
             .iter()
             .zip(&answers)
@@ -296,29 +398,30 @@ async fn drive(
         let idle = pipeline_idle(ctx.bus(), &store, &env.config.ghost.bus.stream_name).await;
         quiet_rounds = if idle { quiet_rounds + 1 } else { 0 };
         if all && quiet_rounds >= 2 {
-            quiescent = true;
-            break answers;
+            return Ok((answers, true));
         }
         if Instant::now() > deadline {
-            quiescent = idle;
-            break answers;
+            return Ok((answers, idle));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    }
+}
 
+/// The counts of a run (kills, resends, times and quiescence left for the caller).
+pub(crate) fn tally(sent: &[(usize, Sent)], answers: &[usize]) -> ChaosReport {
     let mut report = ChaosReport {
         total: Counts::default(),
         http: Counts::default(),
         line: Counts::default(),
         slack: Counts::default(),
         http_streamed_replies: 0,
-        kills,
-        resends: resends.load(Ordering::Relaxed),
-        elapsed_secs: start.elapsed().as_secs_f64(),
-        quiescent,
+        kills: Vec::new(),
+        resends: 0,
+        elapsed_secs: 0.0,
+        quiescent: false,
         problems: Vec::new(),
     };
-    for ((i, s), a) in sent.iter().zip(&answers) {
+    for ((i, s), a) in sent.iter().zip(answers) {
         report.total.add(s.accepted, *a);
         match s.channel {
             Channel::Http => report.http.add(s.accepted, *a),
@@ -337,18 +440,18 @@ async fn drive(
                 .push(format!("{:?}:{i} {what} {a}", s.channel).to_lowercase());
         }
     }
-    Ok(report)
+    report
 }
 
 /// One message: its channel and identities (each in its own conversation).
-struct Message {
+pub(crate) struct Message {
     channel: Channel,
     run: String,
     i: usize,
 }
 
 impl Message {
-    fn new(run: &str, i: usize) -> Message {
+    pub(crate) fn new(run: &str, i: usize) -> Message {
         let channel = match i % 3 {
             0 => Channel::Http,
             1 => Channel::Line,
@@ -361,27 +464,28 @@ impl Message {
         }
     }
 
-    fn session(run: &str, i: usize) -> String {
+    pub(crate) fn session(run: &str, i: usize) -> String {
         format!("chaos-{run}-{i}")
     }
 
-    fn line_user(run: &str, i: usize) -> String {
+    pub(crate) fn line_user(run: &str, i: usize) -> String {
         format!("Uchaos{run}{i}")
     }
 
-    fn line_token(run: &str, i: usize) -> String {
+    pub(crate) fn line_token(run: &str, i: usize) -> String {
         format!("rt-chaos-{run}-{i}")
     }
 
-    fn slack_channel(run: &str, i: usize) -> String {
+    pub(crate) fn slack_channel(run: &str, i: usize) -> String {
         format!("Cchaos{run}{i}")
     }
 
-    /// Sends until the gateway accepts it (or two minutes pass).
-    async fn send(
+    /// Sends until a gateway accepts it (or two minutes pass). Attempts go to `bases` in
+    /// turn, starting at the message's index, as a load balancer would spread them.
+    pub(crate) async fn send(
         &self,
         client: &reqwest::Client,
-        base: &str,
+        bases: &[String],
         token: &str,
         resends: &AtomicUsize,
     ) -> Sent {
@@ -389,6 +493,7 @@ impl Message {
         let give_up = Instant::now() + Duration::from_secs(120);
         let mut attempt = 0_usize;
         loop {
+            let base = bases[(i + attempt) % bases.len()].as_str();
             if attempt > 0 {
                 resends.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -399,6 +504,8 @@ impl Message {
                     channel: self.channel,
                     accepted: false,
                     streamed_reply: false,
+                    accepted_at: None,
+                    answered_at: None,
                 };
             }
             let request = match self.channel {
@@ -474,6 +581,7 @@ impl Message {
                 continue;
             }
             // Accepted. An HTTP turn streams its reply; a cut stream is read back later.
+            let accepted_at = Instant::now();
             let streamed_reply = match self.channel {
                 Channel::Http => response
                     .text()
@@ -485,21 +593,23 @@ impl Message {
                 channel: self.channel,
                 accepted: true,
                 streamed_reply,
+                accepted_at: Some(accepted_at),
+                answered_at: streamed_reply.then(Instant::now),
             };
         }
     }
 }
 
 /// Answers per message, in the order of `sent`.
-async fn count_answers(
-    client: &reqwest::Client,
-    base: &str,
-    token: &str,
-    run: &str,
-    sent: &[(usize, Sent)],
-    line: &FakeLine,
-    slack: &FakeSlack,
-) -> Result<Vec<usize>> {
+async fn count_answers(view: &Where<'_>, sent: &[(usize, Sent)]) -> Result<Vec<usize>> {
+    let Where {
+        client,
+        bases,
+        token,
+        run,
+        line,
+        slack,
+    } = *view;
     let mut per_target: HashMap<String, usize> = HashMap::new();
     for d in line.deliveries().into_iter().chain(slack.deliveries()) {
         *per_target.entry(d.to).or_default() += 1;
@@ -522,7 +632,7 @@ async fn count_answers(
                 .copied()
                 .unwrap_or(0),
             Channel::Http if s.accepted => {
-                http_answers(client, base, token, &Message::session(run, *i)).await?
+                http_answers(client, bases, token, &Message::session(run, *i)).await?
             }
             Channel::Http => 0,
         };
@@ -532,14 +642,15 @@ async fn count_answers(
 }
 
 /// Assistant messages of an HTTP session, read back as a client would. The gateway may be
-/// restarting; it is asked again until it answers.
+/// restarting; it (or the next of `bases`) is asked again until one answers.
 async fn http_answers(
     client: &reqwest::Client,
-    base: &str,
+    bases: &[String],
     token: &str,
     session: &str,
 ) -> Result<usize> {
-    for _ in 0..600 {
+    for attempt in 0..600 {
+        let base = &bases[attempt % bases.len()];
         let response = client
             .get(format!("{base}/api/sessions/{session}/messages"))
             .bearer_auth(token)

@@ -15,16 +15,30 @@ use tokio::sync::Mutex;
 pub struct Children {
     procs: Mutex<HashMap<&'static str, tokio::process::Child>>,
     vars: Vec<(String, String)>,
+    /// A command each child runs under (`setpriv ... ip netns exec <ns>` for a host of
+    /// `ghost chaos --cluster`); empty for a plain child.
+    wrapper: Vec<String>,
 }
 
 impl Children {
     /// Starts one child per service, each with `env`'s configuration. A child that cannot
     /// be started is left out (the caller notices it does not answer).
     pub fn start(env: &TestEnv, services: &[&'static str]) -> Arc<Children> {
+        Children::start_with(env.vars.clone(), Vec::new(), services)
+    }
+
+    /// Like [`Children::start`] with the `GHOST_*` variables `vars` (later ones win), each
+    /// child started as `wrapper... ghost run <service>`.
+    pub fn start_with(
+        vars: Vec<(String, String)>,
+        wrapper: Vec<String>,
+        services: &[&'static str],
+    ) -> Arc<Children> {
         let mut procs = HashMap::new();
         let children = Children {
             procs: Mutex::new(HashMap::new()),
-            vars: env.vars.clone(),
+            vars,
+            wrapper,
         };
         for name in services {
             if let Ok(child) = children.spawn(name) {
@@ -36,7 +50,15 @@ impl Children {
     }
 
     fn spawn(&self, service: &str) -> Result<tokio::process::Child> {
-        let mut cmd = tokio::process::Command::new(std::env::current_exe()?);
+        let exe = std::env::current_exe()?;
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).arg(exe);
+                cmd
+            }
+            None => tokio::process::Command::new(exe),
+        };
         cmd.arg("run").arg(service).env_clear();
         // TOKIO_WORKER_THREADS sets each process's scheduler threads, as a deployment
         // running several services on one small machine may (BENCHMARKS.md).
@@ -52,8 +74,12 @@ impl Children {
             // would let only the first one start.
             .env("GHOST_TELEMETRY__METRICS_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
             .kill_on_drop(true);
+        // CHAOS_CHILD_LOG=<filter> shows the children's logs (they write them to stdout).
+        match std::env::var("CHAOS_CHILD_LOG") {
+            Ok(filter) => cmd.env("RUST_LOG", filter).stdout(Stdio::inherit()),
+            Err(_) => cmd.stdout(Stdio::null()),
+        };
         cmd.spawn()
             .with_context(|| format!("start ghost run {service}"))
     }
@@ -73,6 +99,48 @@ impl Children {
     pub async fn kill_all(&self) {
         for (_, mut child) in self.procs.lock().await.drain() {
             child.kill().await.ok();
+        }
+    }
+
+    /// SIGKILLs every child (a whole host going down) and starts them all again after
+    /// `pause`.
+    pub async fn kill_all_and_restart(&self, pause: Duration) -> Result<()> {
+        let mut procs = self.procs.lock().await;
+        let names: Vec<&'static str> = procs.keys().copied().collect();
+        for child in procs.values_mut() {
+            child.start_kill().ok();
+        }
+        for (_, mut child) in procs.drain() {
+            child.wait().await.ok();
+        }
+        tokio::time::sleep(pause).await;
+        for name in names {
+            procs.insert(name, self.spawn(name)?);
+        }
+        Ok(())
+    }
+
+    /// Starts again every child that exited on its own, as a supervisor (compose's
+    /// `restart: unless-stopped`, systemd) would; returns their names.
+    pub async fn restart_exited(&self) -> Result<Vec<&'static str>> {
+        let mut procs = self.procs.lock().await;
+        let exited: Vec<&'static str> = procs
+            .iter_mut()
+            .filter_map(|(name, child)| matches!(child.try_wait(), Ok(Some(_))).then_some(*name))
+            .collect();
+        for name in &exited {
+            procs.insert(name, self.spawn(name)?);
+        }
+        Ok(exited)
+    }
+
+    /// SIGKILLs every child without waiting (for a `Drop`, where nothing can be awaited);
+    /// a child whose lock is held is killed when it is dropped (`kill_on_drop`).
+    pub fn start_kill_all(&self) {
+        if let Ok(mut procs) = self.procs.try_lock() {
+            for child in procs.values_mut() {
+                child.start_kill().ok();
+            }
         }
     }
 }

@@ -16,6 +16,8 @@
 //! - [`reply_bench`]: `ghost reply-bench`, the pipeline's time to first token on the
 //!   embedded model beside the model's own, and each contract's answers;
 //! - [`chaos`]: `ghost chaos`, every service its own process, SIGKILLs, lost/duplicated;
+//! - [`chaos_cluster`]: `ghost chaos --cluster`, a NATS cluster and two hosts in network
+//!   namespaces, faults while messages are sent;
 //! - [`children`]: services as `ghost run <service>` child processes (chaos, `--processes`);
 //! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
@@ -26,6 +28,7 @@
 pub mod autonomy_load;
 pub mod budget;
 pub mod chaos;
+pub mod chaos_cluster;
 pub mod children;
 pub mod doctor;
 pub mod forget_bench;

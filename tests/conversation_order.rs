@@ -9,21 +9,16 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use ghost::stack::ServiceName;
-use ghost_testkit::fake_llm::{FakeLlm, Script};
-use ghost_testkit::testing::{eventually, WORKER_MODEL};
+use ghost_testkit::fake_llm::FakeLlm;
+use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
-use support::NEUTRAL_AFFECT;
 
 /// Repetitions of each way of sending the pair (the issue's "Must show").
 const REPETITIONS: usize = 50;
 
 /// A code paste the rule dictionary routes to CODE (and Kuro is scripted to delegate).
 const CODE_PASTE: &str = "```rust\nfn main() {\n    println!(\"hi\");\n}\n```";
-
-/// Kuro's delegation of the paste: CODE with dictionary evidence.
-const KURO_CODE: &str =
-    r#"{"route":"CODE","confidence":0.99,"reason":"code","evidence":["```rust"]}"#;
 
 /// Ghost with every service but the router in this process, two `ghost run router`
 /// processes, fake LINE and Slack, and a fake cloud that must never be called.
@@ -48,20 +43,9 @@ impl OrderApp {
             .filter(|s| *s != ServiceName::Router)
             .collect();
         let c = ChannelApp::spawn_services(&services, &vars).await;
-        c.app.llm.set_responder(|r| {
-            let system = r.system_text().unwrap_or_default();
-            let text = if system.contains("decide whether you answer this") {
-                KURO_CODE
-            } else if system.contains("You route one user message") {
-                r#"{"route":"CODE","confidence":0.99,"reason":"code","evidence":["```rust"]}"#
-            } else if r.model.as_deref() == Some(WORKER_MODEL) {
-                NEUTRAL_AFFECT
-            } else {
-                "ok"
-            };
-            Script::chunks(vec![text])
-        });
-        cloud.set_responder(|_| Script::reply("cloud answer"));
+        // Kuro and the classifier say CODE; `ghost chaos --cluster --order-pairs` scripts
+        // the same answers.
+        ghost::chaos_cluster::order::script(&c.app.llm, &cloud);
         let routers = (0..2)
             .map(|_| c.app.spawn_child("router", &[("RUST_LOG", "error")]))
             .collect();

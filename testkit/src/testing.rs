@@ -46,17 +46,30 @@ impl TestEnv {
     /// Creates the database (migrated) and a configuration whose persona model is at
     /// `llm_base_url`; `extra` overrides come last.
     pub async fn new(llm_base_url: &str, extra: &[(&str, &str)]) -> TestEnv {
-        let id = Uuid::new_v4().simple().to_string()[..12].to_owned();
         let admin_url =
             std::env::var(TEST_ADMIN_URL_ENV).unwrap_or_else(|_| DEFAULT_ADMIN_URL.into());
+        let nats =
+            std::env::var(TEST_NATS_URL_ENV).unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+        TestEnv::on(&admin_url, &nats, llm_base_url, extra).await
+    }
+
+    /// [`TestEnv::new`] on the Postgres of `admin_url` and the NATS server at `nats`
+    /// (`ghost chaos --cluster` runs its own of both).
+    pub async fn on(
+        admin_url: &str,
+        nats: &str,
+        llm_base_url: &str,
+        extra: &[(&str, &str)],
+    ) -> TestEnv {
+        let id = Uuid::new_v4().simple().to_string()[..12].to_owned();
+        let admin_url = admin_url.to_owned();
+        let nats = nats.to_owned();
         let database = format!("ghost_t_{id}");
         create_database(&admin_url, &database).await;
         let db_url = match admin_url.rsplit_once('/') {
             Some((base, _)) => format!("{base}/{database}"),
             None => panic!("admin url without a database: {admin_url}"),
         };
-        let nats =
-            std::env::var(TEST_NATS_URL_ENV).unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
         let mut vars: Vec<(String, String)> = vec![
             ("GHOST_DATABASE__URL".into(), db_url),
             ("GHOST_DATABASE__MAX_CONNECTIONS".into(), "8".into()),
