@@ -91,7 +91,8 @@ pub struct FaultFigures {
     /// Seconds from the fault until the first of its window's messages was answered.
     pub answers_flow_after_secs: Option<f64>,
     /// Seconds from the fault until every message accepted before it and unanswered at it
-    /// was answered (HTTP answers read back at the end have no time and are left out).
+    /// was answered (lost ones, and HTTP answers read back at the end, have no time and are
+    /// left out).
     pub in_flight_answered_after_secs: Option<f64>,
 }
 
@@ -610,7 +611,7 @@ async fn drive(
         let (from, to) = (windows.first(w), windows.first(w + 1).min(sent.len()));
         let mut window = Counts::default();
         let mut first: Option<Instant> = None;
-        let mut in_flight: Option<Duration> = Some(Duration::ZERO);
+        let mut in_flight = Duration::ZERO;
         for ((i, s), a) in sent.iter().zip(&answers) {
             let when = if *a > 0 { answered_at(*i, s) } else { None };
             if (from..to).contains(i) {
@@ -619,13 +620,9 @@ async fn drive(
                     first = Some(first.map_or(t, |f| f.min(t)));
                 }
             } else if *i < from && s.accepted_at.is_some_and(|t| t < *at) {
-                match when {
-                    Some(t) if t > *at => {
-                        in_flight = in_flight.map(|d| d.max(t - *at));
-                    }
-                    Some(_) => {}
-                    None if s.channel == crate::chaos::Channel::Http && *a > 0 => {}
-                    None => in_flight = None,
+                // A message never answered is counted as lost, not timed here.
+                if let Some(t) = when.filter(|t| *t > *at) {
+                    in_flight = in_flight.max(t - *at);
                 }
             }
         }
@@ -636,7 +633,7 @@ async fn drive(
             held_secs: held.as_secs_f64(),
             window,
             answers_flow_after_secs: first.map(|t| t.saturating_duration_since(*at).as_secs_f64()),
-            in_flight_answered_after_secs: in_flight.map(|d| d.as_secs_f64()),
+            in_flight_answered_after_secs: Some(in_flight.as_secs_f64()),
         });
     }
     Ok(ClusterReport {
