@@ -8,7 +8,8 @@
 //! - [`select`]: the selection's input and the strict reading of its answer;
 //! - [`stage_memories`]: the summaries of the stage runs the persona spoke in;
 //! - [`terms`]: the search terms of a message (what a trigram candidate must contain);
-//! - [`vector`]: the embedding source (lazy vectors in Postgres, cosine in process).
+//! - [`vector`]: the embedding source (lazy vectors in Postgres, scope checked there);
+//! - [`vector_cache`]: the stored vectors in process, compared with the message;
 
 pub mod collect;
 pub mod rank;
@@ -16,6 +17,7 @@ pub mod select;
 pub mod stage_memories;
 pub mod terms;
 pub mod vector;
+pub mod vector_cache;
 
 use std::time::{Duration, Instant};
 

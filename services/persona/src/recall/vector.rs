@@ -1,16 +1,27 @@
 //! The vector source (issue 12 item 5): when `llm.embedding` is configured, the message is
-//! embedded and compared (cosine, in process) with the stored vectors of other sessions'
-//! utterances and the persona's active states. The persona's autonomy messages are embedded
-//! when said ([`store_said`]); anything else without a vector yet is embedded lazily, newest
+//! embedded and compared (cosine, in process: [`super::vector_cache`]) with the stored
+//! vectors of other sessions' utterances and the persona's active states. The persona's
+//! autonomy messages are embedded when said ([`store_said`]); anything else without a
+//! vector yet is embedded lazily, newest
 //! first, a bounded batch per recall, into `memory_embeddings`.
 
+use std::collections::HashMap;
+
 use sqlx::{PgPool, Row};
+
+use super::vector_cache::VectorCache;
 
 use ghost_shared::llm::LlmClient;
 use ghost_shared::projections::own_utterance;
 
 /// How many missing vectors one recall embeds at most.
 const BACKFILL_BATCH: i64 = 32;
+
+/// How far back (newest utterances, newest states) a recall looks for missing vectors: a
+/// conversation's new lines get theirs within a few recalls, and a recall never checks the
+/// whole history (1.6 s at 100,000 once everything had a vector). Older lines without one
+/// (a large imported history) are left to trigram recall.
+const BACKFILL_WINDOW: i64 = 2_000;
 
 /// Lowest cosine similarity a vector candidate needs. 0.25, not 0.3: with
 /// all-MiniLM-L6-v2, 3 of 28 English questions of `ghost recall-quality` had their best
@@ -51,14 +62,15 @@ pub async fn backfill(
     let rows = sqlx::query(
         "(SELECT 'state:' || s.state_id AS item_id, s.persona, NULL::text AS session_id, \
                  '(' || s.kind || ') ' || s.body_text AS text \
-          FROM memory_states s WHERE s.persona = $1 AND s.status = 'active' \
-          AND (s.person IS NULL OR s.person = $5) AND NOT EXISTS \
+          FROM (SELECT * FROM memory_states WHERE persona = $1 ORDER BY position DESC LIMIT $6) s \
+          WHERE s.status = 'active' AND (s.person IS NULL OR s.person = $5) AND NOT EXISTS \
           (SELECT 1 FROM memory_embeddings e WHERE e.item_id = 'state:' || s.state_id AND e.model = $3) \
           ORDER BY s.position DESC LIMIT $4) \
          UNION ALL \
          (SELECT 'event:' || t.event_id, NULL, t.session_id, \
                  CASE WHEN t.role = 'user' THEN '(the user said) ' ELSE '(I said) ' END || t.text \
-          FROM assistant_text t WHERE t.session_id <> $2 AND NOT EXISTS \
+          FROM (SELECT * FROM assistant_text ORDER BY position DESC LIMIT $6) t \
+          WHERE t.session_id <> $2 AND NOT EXISTS \
           (SELECT 1 FROM memory_embeddings e WHERE e.item_id = 'event:' || t.event_id AND e.model = $3) \
           ORDER BY t.position DESC LIMIT $4)",
     )
@@ -67,6 +79,7 @@ pub async fn backfill(
     .bind(name)
     .bind(BACKFILL_BATCH)
     .bind(person)
+    .bind(BACKFILL_WINDOW)
     .fetch_all(pool)
     .await
     .map_err(|e| format!("reading what to embed: {e}"))?;
@@ -167,8 +180,16 @@ async fn store(
     .map_err(|e| format!("storing a vector: {e}"))
 }
 
+/// How many of the nearest vectors one scope check asks Postgres about.
+const CHECKED_PER_ROUND: usize = 200;
+
+/// How many rounds of scope checks a recall makes at most (the nearest vectors may be
+/// other people's or other personas').
+const ROUNDS: usize = 5;
+
 /// Stored items of this scope whose vector is at least [`MIN_COSINE`] from `query_vector`,
-/// most similar first, at most `limit`: (id, text, cosine).
+/// most similar first, at most `limit`: (id, text, cosine). The vectors are compared in
+/// process ([`VectorCache`]); Postgres checks the nearest ones' scope and gives their text.
 pub async fn nearest(
     pool: &PgPool,
     model: &LlmClient,
@@ -178,39 +199,46 @@ pub async fn nearest(
     query_vector: &[f32],
     limit: usize,
 ) -> Result<Vec<(String, String, f64)>, sqlx::Error> {
+    let name = &model.config().model;
+    let near = VectorCache::of(pool, name)
+        .nearest(pool, name, query_vector, MIN_COSINE)
+        .await?;
     // Only active states about `person` or no one: a closed one may still have a vector,
-    // another person's has one too.
-    // Utterances of other conversations that are the person's to recall.
+    // another person's has one too. Utterances of other conversations that are the
+    // person's to recall.
     let sql = format!(
-        "SELECT e.item_id, e.text, e.vector FROM memory_embeddings e WHERE e.model = $1 AND \
+        "SELECT e.item_id, e.text FROM memory_embeddings e WHERE e.model = $1 \
+         AND e.item_id = ANY($5) AND \
          ((e.session_id IS NOT NULL AND e.session_id <> $3 AND EXISTS (SELECT 1 FROM assistant_text t \
            WHERE t.event_id = CAST(substr(e.item_id, 7) AS uuid) AND {})) OR (e.persona = $2 AND EXISTS \
           (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active' \
            AND (s.person IS NULL OR s.person = $4))))",
         own_utterance(4)
     );
-    // Without JIT: the estimate of the scope checks crosses `jit_above_cost` from a few
-    // thousand vectors on, and compiling the plan cost more than running it (1.3 s against
-    // 94 ms at 20,000; `ghost memory-bench --vectors`).
-    let mut tx = pool.begin().await?;
-    sqlx::query("SET LOCAL jit = off").execute(&mut *tx).await?;
-    let rows = sqlx::query(&sql)
-        .bind(&model.config().model)
-        .bind(persona)
-        .bind(session_id)
-        .bind(person)
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    let mut scored = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let vector: Vec<f32> = r.try_get("vector")?;
-        let s = cosine(query_vector, &vector);
-        if s >= MIN_COSINE {
-            scored.push((r.try_get("item_id")?, r.try_get("text")?, s));
+    let mut scored = Vec::new();
+    for round in near.chunks(CHECKED_PER_ROUND).take(ROUNDS) {
+        let ids: Vec<&str> = round.iter().map(|(id, _)| id.as_str()).collect();
+        let rows = sqlx::query(&sql)
+            .bind(name)
+            .bind(persona)
+            .bind(session_id)
+            .bind(person)
+            .bind(&ids)
+            .fetch_all(pool)
+            .await?;
+        let texts: HashMap<String, String> = rows
+            .iter()
+            .map(|r| Ok((r.try_get("item_id")?, r.try_get("text")?)))
+            .collect::<Result<_, sqlx::Error>>()?;
+        for (id, s) in round {
+            if let Some(text) = texts.get(id) {
+                scored.push((id.clone(), text.clone(), *s));
+            }
+        }
+        if scored.len() >= limit {
+            break;
         }
     }
-    scored.sort_by(|a: &(String, String, f64), b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
     scored.truncate(limit);
     Ok(scored)
 }
