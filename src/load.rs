@@ -194,14 +194,7 @@ async fn turns(
     run_id: &str,
 ) -> Result<LoadReport> {
     let url = format!("http://{addr}/api/chat");
-    let token = env
-        .config
-        .secrets
-        .api_token
-        .clone()
-        .context("no api token")?
-        .expose()
-        .to_owned();
+    let token = crate::chaos::api_token(env)?;
     let phase = |turns: usize, tag: &'static str| {
         let next = Arc::new(AtomicUsize::new(0));
         let workers: Vec<_> = (0..args.concurrency.max(1))
