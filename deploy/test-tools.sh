@@ -2,7 +2,8 @@
 # The tools the tests use beyond PostgreSQL and NATS, installed with apt-get when absent:
 #   promtool (Debian `prometheus`): tests/metrics.rs checks /metrics and deploy/prometheus.yml;
 #   chromium + chromium-driver (+ a CJK font): tests/console.rs drives the web console in
-#   headless Chromium over WebDriver. Safe to run again and again.
+#   headless Chromium over WebDriver; cargo-nextest (from crates.io when absent) runs the
+#   suite. Safe to run again and again.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -15,4 +16,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -q
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "test-tools.sh: promtool, chromium and chromedriver are installed"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  cargo install --locked cargo-nextest
+fi
+echo "test-tools.sh: promtool, chromium, chromedriver and cargo-nextest are installed"

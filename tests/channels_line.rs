@@ -37,7 +37,7 @@ async fn fixture_vector_is_accepted_and_a_redelivery_gets_no_second_reply() {
     assert_eq!(d[0].to, "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr");
     assert_eq!(d[0].texts, vec!["やあ、こんにちは".to_string()]);
     c.wait_events("ReplyDelivered", 1).await;
-    let before = c.app.event_count().await;
+    let before = c.app.settled_event_count().await;
 
     // LINE redelivers the same event (same webhookEventId).
     let redelivered = body.replace(r#""isRedelivery":false"#, r#""isRedelivery":true"#);
@@ -157,7 +157,7 @@ async fn redelivery_after_restart_is_still_a_duplicate() {
     assert_eq!(c.post_line_signed(&body).await, 200);
     c.line_deliveries(1).await;
     c.wait_events("ReplyDelivered", 1).await;
-    let before = c.app.event_count().await;
+    let before = c.app.settled_event_count().await;
 
     // A new process (same database and bus) receives the redelivery.
     c.app.stack.abort();

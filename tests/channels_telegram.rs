@@ -113,7 +113,7 @@ async fn a_redelivered_update_is_answered_once() {
         msgs[0]["reply_to"],
         json!({"platform": "telegram", "chat_id": 7_100_200_300_i64})
     );
-    let before = c.app.event_count().await;
+    let before = c.app.settled_event_count().await;
 
     // Telegram redelivers the update (same update_id) when an answer is late or lost.
     for _ in 0..2 {

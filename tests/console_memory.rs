@@ -382,8 +382,14 @@ async fn recalled_memories_under_replies_and_correcting_and_forgetting_in_the_co
         |v| v == "user is forgotten.",
     )
     .await;
-    let states = browser.js(&texts_js("#memory-states-list li")).await;
-    assert_eq!(states, json!(["No states."]));
+    // The note comes as the view is read again: the list follows it.
+    until(
+        &browser,
+        "the memory view without the person",
+        &texts_js("#memory-states-list li"),
+        |v| v == &json!(["No states."]),
+    )
+    .await;
     let persons = browser
         .js("[...document.querySelectorAll('#memory-person option')].map(o => o.value)")
         .await;

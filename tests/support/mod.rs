@@ -228,6 +228,24 @@ impl TestApp {
             .expect("count")
     }
 
+    /// The event count once nothing has been appended for a second: the baseline for
+    /// "a redelivery appends nothing", which must not catch the turn's own late events
+    /// (mood, memory, summaries) that follow the delivered reply.
+    pub async fn settled_event_count(&self) -> i64 {
+        let mut last = self.event_count().await;
+        let mut still = 0;
+        for _ in 0..150 {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let now = self.event_count().await;
+            still = if now == last { still + 1 } else { 0 };
+            last = now;
+            if still >= 5 {
+                return last;
+            }
+        }
+        panic!("the event store never went quiet (last count {last})");
+    }
+
     /// Starts `ghost run <service>` as a child process on this environment, with extra env.
     pub fn spawn_child(&self, service: &str, extra_env: &[(&str, &str)]) -> tokio::process::Child {
         self.child_command(service, extra_env)
