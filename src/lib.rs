@@ -21,6 +21,7 @@
 //! - [`children`]: services as `ghost run <service>` child processes (chaos, `--processes`);
 //! - [`autonomy_load`]: `ghost autonomy-load`, deliberations per second and decision → message;
 //! - [`doctor`]: `ghost doctor`, and the infrastructure checks every command runs first;
+//! - [`events_table`]: `ghost events`, who appends and who consumes each event type;
 //! - [`route_report`]: `ghost route-report`, the routes users corrected.
 //!
 //! The load commands run the real services against the fakes of `ghost-testkit`.
@@ -31,6 +32,7 @@ pub mod chaos;
 pub mod chaos_cluster;
 pub mod children;
 pub mod doctor;
+pub mod events_table;
 pub mod forget_bench;
 pub mod load;
 pub mod memory_bench;

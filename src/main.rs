@@ -47,6 +47,9 @@ enum Command {
         #[command(subcommand)]
         command: ProjectionsCommand,
     },
+    /// Prints, from the services' descriptors, who appends and who consumes each event
+    /// type, as a Markdown table (docs/architecture/events.md).
+    Events,
     /// Computes the mood from a JSON array of episodes on stdin (the format of
     /// tests/fixtures/mood.json) and prints it as JSON.
     Mood {
@@ -275,6 +278,10 @@ async fn run(command: Command) -> Result<()> {
             Command::Load(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::load::run(args).await
+            }
+            Command::Events => {
+                print!("{}", ghost::events_table::markdown());
+                Ok(())
             }
             Command::Mood { now } => mood_probe(now),
             Command::Route { local_only, rules } => route_probe(local_only, rules),

@@ -195,7 +195,8 @@ pub async fn start_stack(config: Config, services: &[ServiceName]) -> Result<Sta
     let relay = ctx.spawn_outbox_relay();
     let mut handles = Vec::new();
     for name in services {
-        let sctx = ctx.for_service(name.as_str());
+        // Held to what the service declares it consumes and appends.
+        let sctx = ctx.for_descriptor(name.descriptor());
         let handle = (name.descriptor().start)(sctx).await;
         match handle {
             Ok(h) => handles.push(h),

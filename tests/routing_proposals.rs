@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use ghost_router::projections::RoutingLog;
 use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{LoopDecided, PersonaProposed, RenderRequested, WorkRequested};
+use ghost_shared::events::{
+    JudgeRequested, LoopDecided, PersonaProposed, RenderRequested, WorkRequested,
+};
 use ghost_testkit::testing::eventually;
 use routing_support::{payload, Kind, RoutingApp, Scripts, PERSONA_REPLY};
-use serde_json::Value;
+use serde_json::json;
 
 const CONTINUE: &str =
     r#"{"goal_reached":false,"proposal":"continue","reason":"only half of the steps are listed"}"#;
@@ -77,14 +79,18 @@ async fn the_persona_proposes_and_the_loop_controller_decides() {
             ("render".into(), None),
         ]
     );
-    let renders = r.of_type("continue", RenderRequested::EVENT_TYPE).await;
-    assert_eq!(renders.len(), 2);
+    // The first result was judged (its own request type), the second replied to.
+    let judged = r.of_type("continue", JudgeRequested::EVENT_TYPE).await;
+    assert_eq!(judged.len(), 1, "judged, not replied to");
+    assert_eq!(judged[0].payload["work_result"]["status"], "done");
+    let proposal = &r.of_type("continue", PersonaProposed::EVENT_TYPE).await[0];
     assert_eq!(
-        renders[0].payload["may_propose"], true,
-        "judged, not replied to"
+        proposal.payload["render_event_id"],
+        json!(judged[0].event_id)
     );
+    let renders = r.of_type("continue", RenderRequested::EVENT_TYPE).await;
+    assert_eq!(renders.len(), 1);
     assert_eq!(payload(&renders)["work_result"]["status"], "done");
-    assert_eq!(payload(&renders)["may_propose"], Value::Null);
     let replies = r.of_type("continue", "AssistantReplied").await;
     assert_eq!(replies.len(), 1, "one reply, after the second run");
 

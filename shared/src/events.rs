@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::autonomy::events::AutonomyMessageRendered;
 use crate::envelope::EventPayload;
 use crate::routing::{DecisionOrigin, Notice, Route, RouteSource};
 
@@ -151,10 +152,6 @@ pub struct RenderRequested {
     /// the cloud; the persona says so.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withheld_from_cloud: Vec<String>,
-    /// Before replying, the persona judges whether the work result reaches the user's goal
-    /// and may propose the next step (`PersonaProposed`, decided by the router) instead.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub may_propose: bool,
     /// How many of the user messages before this one the reply's history reaches back to
     /// (those since the short-memory summary, which covers the rest:
     /// [`crate::short_memory`]). None in requests stored before it existed: the last
@@ -165,6 +162,29 @@ pub struct RenderRequested {
 
 impl EventPayload for RenderRequested {
     const EVENT_TYPE: &'static str = "RenderRequested";
+}
+
+/// The persona should judge a finished work result before anyone replies (seed 002's
+/// proposal): does it reach the user's goal, or should another run or route follow? It
+/// answers with [`PersonaProposed`]; the router decides, and only then asks for the reply
+/// ([`RenderRequested`]). Nothing reaches the user. (Requests stored before judging had a
+/// type of its own were `RenderRequested` with `may_propose`; they are now replied to.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeRequested {
+    /// The conversation.
+    pub session_id: String,
+    /// Where the reply will go (and a failure, when judging is given up on).
+    pub channel: Channel,
+    /// The user message the work is for.
+    pub user_event_id: Uuid,
+    /// Its text.
+    pub user_text: String,
+    /// The finished run's result, as a reply's `work_result` carries it.
+    pub work_result: serde_json::Value,
+}
+
+impl EventPayload for JudgeRequested {
+    const EVENT_TYPE: &'static str = "JudgeRequested";
 }
 
 /// The persona's reply, complete. Ends a turn.
@@ -190,6 +210,15 @@ pub struct AssistantReplied {
 
 impl EventPayload for AssistantReplied {
     const EVENT_TYPE: &'static str = "AssistantReplied";
+}
+
+crate::event_enum! {
+    /// Something the persona said to people: a reply, or a message of its own. Reflection
+    /// and the write plan take both.
+    pub enum PersonaUtterance {
+        AssistantReplied,
+        AutonomyMessageRendered,
+    }
 }
 
 /// The persona could not write the reply. Ends a turn; nothing half-written is kept.
@@ -617,7 +646,8 @@ pub struct PersonaProposed {
     pub session_id: String,
     /// The user message being served.
     pub user_event_id: Uuid,
-    /// The `RenderRequested` the proposal answers.
+    /// The [`JudgeRequested`] the proposal answers (a `RenderRequested` in proposals
+    /// stored before judging had its own type).
     pub render_event_id: Uuid,
     /// The model's output as returned (cut, secrets masked); empty when the call failed.
     pub raw: String,

@@ -1,7 +1,8 @@
 //! Ghost's common crate: what more than one service needs, written once.
 //!
 //! - [`envelope`]: events as stored and carried (`NewEvent`, `RecordedEvent`, metadata,
-//!   stream names); [`events`]: the catalogue of payloads;
+//!   stream names); [`events`]: the catalogue of payloads; [`event_enum!`]: the payloads a
+//!   handler takes as one enum, and [`event_types!`]: a descriptor's lists of types;
 //! - [`ids`]: deterministic event ids (idempotency);
 //! - [`store`]: the Postgres event store (append, read, gap-safe global order);
 //! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
@@ -40,6 +41,7 @@ pub mod bus;
 pub mod config;
 pub mod contracts;
 pub mod envelope;
+mod event_enum;
 pub mod event_log;
 pub mod events;
 pub mod fault;

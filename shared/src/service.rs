@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bus::{Bus, BusError, HandlerError};
+use crate::bus::{Bus, BusError, ConsumerSpec, HandlerError};
 use crate::config::Config;
 use crate::envelope::RecordedEvent;
 use crate::event_log::{run_outbox_relay, EventLog};
@@ -34,12 +34,19 @@ pub enum ServiceError {
 }
 
 /// What a service is, for whatever runs it (`ghost up`, `ghost run`, `ghost projections`,
-/// the tests): each service crate describes itself once (`DESCRIPTOR`), so its name, its
-/// metrics port and the projections it keeps are read from one place and a projection the
-/// service runs cannot be missing from `ghost projections rebuild`.
+/// `ghost events`, the tests): each service crate describes itself once (`DESCRIPTOR`), so
+/// its name, its metrics port, the projections it keeps and the event types it consumes and
+/// appends are read from one place. A projection the service runs cannot be missing from
+/// `ghost projections rebuild`; a consumer or an append it does not declare is refused when
+/// it runs under its descriptor ([`ServiceContext::for_descriptor`]).
+#[derive(Debug)]
 pub struct ServiceDescriptor {
     /// The service's name (its consumers' durable names start with it).
     pub name: &'static str,
+    /// The event types its bus consumers take ([`ServiceContext::consumer`] refuses others).
+    pub consumes: &'static [&'static str],
+    /// The event types it appends (its store refuses others).
+    pub appends: &'static [&'static str],
     /// How far above `telemetry.metrics_listen`'s port its own metrics listener sits, so
     /// that processes of different services on one host never want the same port.
     pub metrics_port_offset: u16,
@@ -132,6 +139,9 @@ pub struct ServiceContext {
     pub log: EventLog,
     /// This service's name (producer of its events, consumer-name prefix).
     pub service: &'static str,
+    /// What the service declares it consumes and appends, when it runs under its
+    /// descriptor (as `ghost up` and `ghost run` start it); a bare context checks nothing.
+    descriptor: Option<&'static ServiceDescriptor>,
 }
 
 impl ServiceContext {
@@ -147,16 +157,44 @@ impl ServiceContext {
             config: Arc::new(config),
             log: EventLog::new(store, bus),
             service,
+            descriptor: None,
         })
     }
 
-    /// The same connections under another service's name (for `ghost up`).
+    /// The same connections under another service's name, checking nothing it declares.
     pub fn for_service(&self, service: &'static str) -> Self {
         Self {
             config: self.config.clone(),
             log: self.log.clone(),
             service,
+            descriptor: None,
         }
+    }
+
+    /// The same connections for the service `descriptor` describes, held to it: an append
+    /// of a type it does not list in `appends`, or a consumer of one it does not list in
+    /// `consumes`, is refused.
+    pub fn for_descriptor(&self, descriptor: &'static ServiceDescriptor) -> Self {
+        Self {
+            config: self.config.clone(),
+            log: self.log.declaring(descriptor.name, descriptor.appends),
+            service: descriptor.name,
+            descriptor: Some(descriptor),
+        }
+    }
+
+    /// The durable consumer of `event_type` for this service; refused when the service's
+    /// descriptor does not list the type in `consumes`.
+    pub fn consumer(&self, event_type: &str) -> Result<ConsumerSpec, ServiceError> {
+        if let Some(d) = self.descriptor {
+            if !d.consumes.contains(&event_type) {
+                return Err(ServiceError::Config(format!(
+                    "{} consumes {event_type}, which its ServiceDescriptor::consumes does not list",
+                    d.name
+                )));
+            }
+        }
+        Ok(ConsumerSpec::new(self.service, event_type))
     }
 
     /// The event store.

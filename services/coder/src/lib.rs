@@ -16,7 +16,7 @@ pub mod usage;
 use std::path::Path;
 use std::sync::Arc;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::bus::{run_consumer, EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed, TIME_LIMIT};
@@ -39,6 +39,13 @@ pub const SERVICE: &str = "coder";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: ghost_shared::event_types![ghost_shared::events::WorkRequested,],
+    appends: ghost_shared::event_types![
+        ghost_shared::events::WorkerCompleted,
+        ghost_shared::events::CloudTokensUsed,
+        ghost_shared::events::WorkerFailed,
+        ghost_shared::events::RenderFailed,
+    ],
     metrics_port_offset: 5,
     projections: no_projections,
     start: |ctx| Box::pin(start(ctx)),
@@ -80,7 +87,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     });
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, WorkRequested::EVENT_TYPE),
+        ctx.consumer(WorkRequested::EVENT_TYPE)?,
         coder,
     ));
     Ok(handle)

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use ghost_shared::autonomy::activity::{
-    activity_of, activity_subject, message_subject, Activity, AutonomyMessage, ACTIVITY_KINDS,
+    activity_of, activity_subject, message_subject, Activity, ActivityEvent, AutonomyMessage,
 };
-use ghost_shared::autonomy::events::{autonomy_stream, TickTrigger};
+use ghost_shared::autonomy::events::{autonomy_stream, AutonomyMessageRendered, TickTrigger};
 use ghost_shared::autonomy::tick::request_tick;
 
 use crate::auth::constant_time_eq;
@@ -110,7 +110,9 @@ async fn with_result(state: &AppState, mut frame: Value) -> Value {
         return frame;
     };
     if let Ok(Some(event)) = state.ctx.store().get(id).await {
-        frame["result_event_id"] = event.payload["result_event_id"].clone();
+        if let Ok(message) = event.decode::<AutonomyMessageRendered>() {
+            frame["result_event_id"] = json!(message.result_event_id);
+        }
     }
     frame
 }
@@ -133,7 +135,7 @@ const REPLAYED_ACTIVITY: i64 = 50;
 /// (none, and a warning, when the store cannot be read: the live stream still works).
 async fn recent_activity(state: &AppState) -> Vec<Activity> {
     let persona = &state.ctx.config.ghost.persona.character;
-    let types: Vec<&str> = ACTIVITY_KINDS.iter().map(|(t, _)| *t).collect();
+    let types: Vec<&str> = ActivityEvent::TYPES.to_vec();
     let read = state
         .ctx
         .store()

@@ -75,6 +75,31 @@ pub const SERVICE: &str = "gateway";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: ghost_shared::event_types![
+        ghost_shared::events::AssistantReplied,
+        ghost_shared::events::RenderFailed,
+        ghost_shared::events::TurnTimedOut,
+        ghost_shared::autonomy::events::AutonomyMessageRendered,
+        ghost_shared::events::LineImageReceived,
+        ghost_shared::events::SlackImageReceived,
+        channel::ImageReceived,
+    ],
+    appends: ghost_shared::event_types![
+        ghost_shared::events::UserMessageReceived,
+        ghost_shared::events::LineImageReceived,
+        ghost_shared::events::SlackImageReceived,
+        channel::ImageReceived,
+        ghost_shared::events::StageUserInput,
+        ghost_shared::autonomy::events::AutonomyTickRequested,
+        ghost_shared::events::StageStopRequested,
+        ghost_shared::memory::edits::MemoryEditRequested,
+        ghost_shared::memory::forget_person::PersonForgetRequested,
+        ghost_shared::events::ReplyAttempted,
+        ghost_shared::events::ReplyDelivered,
+        ghost_shared::events::ReplyFailed,
+        ghost_shared::autonomy::events::AutonomyMessagePushed,
+        ghost_shared::autonomy::events::AutonomyPushFailed,
+    ],
     metrics_port_offset: 0,
     projections: no_projections,
     start: |ctx| Box::pin(start(ctx)),
@@ -113,8 +138,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let platforms = channel::Platforms::start(&ctx).await;
     metrics::register(&platforms);
     handle.addr = Some(listener.local_addr()?);
-    deliver::spawn(ctx.clone(), platforms.clone(), &mut handle)
-        .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?;
+    deliver::spawn(ctx.clone(), platforms.clone(), &mut handle)?;
     media::spawn(ctx.clone(), platforms.clone(), &mut handle)?;
     let ctx_limits = ctx.config.ghost.gateway.clone();
     let health_models = std::sync::Arc::new(health::model_clients(&ctx.config));

@@ -11,11 +11,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use tracing::{info, warn};
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::bus::{run_consumer, EventHandler, HandlerError};
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{ImageAttachment, UserMessageReceived};
 use ghost_shared::media::MediaStore;
-use ghost_shared::service::{ServiceContext, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 
 use crate::channel::{ImageReceived, Platform, Platforms};
@@ -197,7 +197,7 @@ pub fn spawn(
     ctx: ServiceContext,
     platforms: Platforms,
     handle: &mut ServiceHandle,
-) -> std::io::Result<()> {
+) -> Result<(), ServiceError> {
     let media = MediaStore::new(ctx.store().pool().clone());
     let mut event_types: Vec<&'static str> = Vec::new();
     for platform in platforms.iter() {
@@ -218,7 +218,7 @@ pub fn spawn(
     for event_type in event_types {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(ctx.service, event_type),
+            ctx.consumer(event_type)?,
             fetcher.clone(),
         ));
     }

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use ghost_shared::envelope::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{AssistantReplied, RecallPerformed, RECALL_STEP};
 use ghost_shared::ids::derive_event_id;
 use serde_json::{json, Value};
@@ -43,9 +43,9 @@ pub async fn get(
         )
     })?;
     let event = get_event(&state, id).await?.ok_or_else(|| not_found(id))?;
-    let recall = if event.event_type == RecallPerformed::EVENT_TYPE {
+    let recall = if event.is::<RecallPerformed>() {
         event
-    } else if event.event_type == AssistantReplied::EVENT_TYPE {
+    } else if event.is::<AssistantReplied>() {
         let cause = event.metadata.causation_id.ok_or_else(|| not_found(id))?;
         get_event(&state, derive_event_id(cause, RECALL_STEP))
             .await?

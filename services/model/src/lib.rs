@@ -50,6 +50,8 @@ pub const SERVICE: &str = "model";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: &[],
+    appends: &[],
     metrics_port_offset: 7,
     projections: no_projections,
     start: |ctx| Box::pin(async move { start(&ctx.config).await }),

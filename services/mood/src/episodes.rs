@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ghost_shared::affect::{Affect, MoodConstants};
-use ghost_shared::envelope::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{AffectReflected, AssistantReplied};
 use ghost_shared::projector::{Projection, ProjectionError};
 use serde::Serialize;
@@ -137,6 +137,14 @@ fn corrupt(persona: &str, e: impl std::fmt::Display) -> ProjectionError {
     }
 }
 
+ghost_shared::event_enum! {
+    /// The events that add an affect episode.
+    enum EpisodeInput {
+        AssistantReplied,
+        AffectReflected,
+    }
+}
+
 #[async_trait::async_trait]
 impl Projection for MoodEpisodes {
     fn name(&self) -> &'static str {
@@ -144,7 +152,7 @@ impl Projection for MoodEpisodes {
     }
 
     fn wakes_on(&self, event_type: &str) -> bool {
-        [AssistantReplied::EVENT_TYPE, AffectReflected::EVENT_TYPE].contains(&event_type)
+        EpisodeInput::takes(event_type)
     }
 
     async fn apply(
@@ -228,28 +236,23 @@ impl Projection for MoodEpisodes {
 /// The episode `event` adds to a persona's window, if it adds one. A malformed episode
 /// never stops the projection; it simply does not count.
 fn episode_of(event: &RecordedEvent) -> Result<Option<(String, Episode)>, ProjectionError> {
-    let (persona, episode) = match event.event_type.as_str() {
-        AssistantReplied::EVENT_TYPE => {
-            let reply: AssistantReplied = event
-                .decode()
-                .map_err(|e| ProjectionError::decode(event, e))?;
-            let Some(affect) = &reply.affect else {
-                return Ok(None);
-            };
-            (
-                reply.speaker,
-                episode(unix_seconds(event.recorded_at), affect),
-            )
-        }
-        AffectReflected::EVENT_TYPE => {
-            let r: AffectReflected = event
-                .decode()
-                .map_err(|e| ProjectionError::decode(event, e))?;
-            let e = episode(r.at, &r.affect);
-            (r.persona, e)
-        }
-        _ => return Ok(None),
-    };
+    let (persona, episode) =
+        match EpisodeInput::decode(event).map_err(|e| ProjectionError::decode(event, e))? {
+            Some(EpisodeInput::AssistantReplied(reply)) => {
+                let Some(affect) = &reply.affect else {
+                    return Ok(None);
+                };
+                (
+                    reply.speaker,
+                    episode(unix_seconds(event.recorded_at), affect),
+                )
+            }
+            Some(EpisodeInput::AffectReflected(r)) => {
+                let e = episode(r.at, &r.affect);
+                (r.persona, e)
+            }
+            None => return Ok(None),
+        };
     if let Err(e) = episode.validate() {
         warn!(event_id = %event.event_id, error = %e, "affect episode skipped");
         return Ok(None);

@@ -23,6 +23,8 @@ pub const SERVICE: &str = "mood";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: &[],
+    appends: &[],
     metrics_port_offset: 4,
     projections: |config| {
         vec![Arc::new(episodes::MoodEpisodes::new(

@@ -22,9 +22,7 @@ pub mod stage;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::RenderRequested;
+use ghost_shared::bus::run_consumer;
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
@@ -37,6 +35,28 @@ pub const SERVICE: &str = "persona";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: ghost_shared::event_types![
+        ghost_shared::events::RenderRequested,
+        ghost_shared::events::JudgeRequested,
+        ghost_shared::events::StageUserInput,
+        ghost_shared::events::StageTurnRequested,
+        ghost_shared::events::StageEnded,
+        ghost_shared::autonomy::events::ActionResultRecorded,
+    ],
+    appends: ghost_shared::event_types![
+        ghost_shared::autonomy::events::AutonomyMessageRendered,
+        ghost_shared::autonomy::events::AutonomyMessageFailed,
+        ghost_shared::events::RecallPerformed,
+        ghost_shared::events::AssistantReplied,
+        ghost_shared::events::RenderFailed,
+        ghost_shared::events::PersonaProposed,
+        ghost_shared::events::StageTurnRequested,
+        ghost_shared::events::StageSpoke,
+        ghost_shared::events::StageTurnFailed,
+        ghost_shared::events::NextSpeakerChosen,
+        ghost_shared::events::StageEnded,
+        ghost_shared::events::StageMemorySaved,
+    ],
     metrics_port_offset: 3,
     projections: |_| vec![Arc::new(AssistantTextProjection)],
     start: |ctx| Box::pin(start(ctx)),
@@ -56,14 +76,16 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         Duration::from_millis(p.poll_interval_ms),
     );
     handle.run_projection(runner);
+    for event_type in render::PersonaRequest::TYPES {
+        handle.spawn(run_consumer(
+            ctx.bus().clone(),
+            ctx.consumer(event_type)?,
+            renderer.clone(),
+        ));
+    }
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, RenderRequested::EVENT_TYPE),
-        renderer,
-    ));
-    handle.spawn(run_consumer(
-        ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, autonomy_message::CONSUMES),
+        ctx.consumer(autonomy_message::CONSUMES)?,
         Arc::new(autonomy_message::MessageRenderer::new(ctx.clone())?),
     ));
     stage::start(&ctx, &mut handle)?;

@@ -120,7 +120,6 @@ mod tests {
             notice: None,
             memory_summary: None,
             withheld_from_cloud: Vec::new(),
-            may_propose: false,
             history_user_messages: None,
         }
     }

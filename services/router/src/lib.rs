@@ -17,16 +17,11 @@ pub mod watchdog;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec};
-use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{
-    ClassifierReplied, ConfirmationChecked, PersonaProposed, UserMessageReceived, WorkerCompleted,
-    WorkerFailed,
-};
+use ghost_shared::bus::run_consumer;
 use ghost_shared::projector::{Projection, ProjectionRunner};
 use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 
-pub use flow::Router;
+pub use flow::{Router, RouterInput};
 use projections::RoutingProjection;
 use routing::RoutingConfig;
 
@@ -36,6 +31,21 @@ pub const SERVICE: &str = "router";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: RouterInput::TYPES,
+    appends: ghost_shared::event_types![
+        ghost_shared::events::RouteDecided,
+        ghost_shared::events::ClassifyRequested,
+        ghost_shared::events::SummarizeRequested,
+        ghost_shared::events::WorkRequested,
+        ghost_shared::events::LoopDecided,
+        ghost_shared::events::ConfirmationPending,
+        ghost_shared::events::ConfirmationCheckRequested,
+        ghost_shared::events::ConfirmationResolved,
+        ghost_shared::events::RenderRequested,
+        ghost_shared::events::JudgeRequested,
+        ghost_shared::events::RenderFailed,
+        ghost_shared::events::TurnTimedOut,
+    ],
     metrics_port_offset: 1,
     projections: |_| projections(),
     start: |ctx| Box::pin(start(ctx)),
@@ -86,17 +96,10 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         );
         handle.run_projection(runner);
     }
-    for event_type in [
-        UserMessageReceived::EVENT_TYPE,
-        ClassifierReplied::EVENT_TYPE,
-        WorkerCompleted::EVENT_TYPE,
-        WorkerFailed::EVENT_TYPE,
-        PersonaProposed::EVENT_TYPE,
-        ConfirmationChecked::EVENT_TYPE,
-    ] {
+    for event_type in RouterInput::TYPES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             router.clone(),
         ));
     }

@@ -22,7 +22,7 @@ pub mod work;
 use std::path::Path;
 use std::sync::Arc;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec};
+use ghost_shared::bus::run_consumer;
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     ClassifyRequested, ConfirmationCheckRequested, SummarizeRequested, WorkRequested,
@@ -38,6 +38,31 @@ pub const SERVICE: &str = "worker";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: ghost_shared::event_types![
+        ghost_shared::events::WorkRequested,
+        ghost_shared::events::ClassifyRequested,
+        ghost_shared::events::ConfirmationCheckRequested,
+        ghost_shared::events::SummarizeRequested,
+        ghost_shared::events::AssistantReplied,
+        ghost_shared::autonomy::events::AutonomyMessageRendered,
+        ghost_shared::autonomy::events::AutonomyTickRequested,
+        ghost_shared::autonomy::events::ActionDecided,
+    ],
+    appends: ghost_shared::event_types![
+        ghost_shared::events::WorkerCompleted,
+        ghost_shared::events::WorkerFailed,
+        ghost_shared::events::ClassifierCallStarted,
+        ghost_shared::events::ClassifierReplied,
+        ghost_shared::events::ConfirmationChecked,
+        ghost_shared::events::SessionSummarized,
+        ghost_shared::events::AffectReflected,
+        ghost_shared::events::ModelAnswerRejected,
+        ghost_shared::autonomy::events::AutonomyTickRequested,
+        ghost_shared::autonomy::events::ActionDecided,
+        ghost_shared::autonomy::events::ActionDropped,
+        ghost_shared::autonomy::events::ActionStarted,
+        ghost_shared::autonomy::events::ActionResultRecorded,
+    ],
     metrics_port_offset: 2,
     projections: no_projections,
     start: |ctx| Box::pin(start(ctx)),
@@ -86,29 +111,29 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     for event_type in reflect::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             reflector.clone(),
         ));
     }
     start_autonomy(&ctx, &mut handle)?;
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, WorkRequested::EVENT_TYPE),
+        ctx.consumer(WorkRequested::EVENT_TYPE)?,
         worker,
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, ClassifyRequested::EVENT_TYPE),
+        ctx.consumer(ClassifyRequested::EVENT_TYPE)?,
         classifier,
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, SummarizeRequested::EVENT_TYPE),
+        ctx.consumer(SummarizeRequested::EVENT_TYPE)?,
         summarizer,
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, ConfirmationCheckRequested::EVENT_TYPE),
+        ctx.consumer(ConfirmationCheckRequested::EVENT_TYPE)?,
         confirmer,
     ));
     Ok(handle)
@@ -138,12 +163,12 @@ fn start_autonomy(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<()
     });
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, autonomy::deliberate::CONSUMES),
+        ctx.consumer(autonomy::deliberate::CONSUMES)?,
         deliberator,
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(SERVICE, autonomy::act::CONSUMES),
+        ctx.consumer(autonomy::act::CONSUMES)?,
         actor,
     ));
     handle

@@ -6,12 +6,11 @@
 
 use ghost_shared::affect::ParsedAffect;
 use ghost_shared::affect::{parse_affect, Affect};
-use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AffectReflected, AssistantReplied, ModelAnswerRejected, UserMessageReceived,
+    persona_stream, AffectReflected, ModelAnswerRejected, PersonaUtterance, UserMessageReceived,
 };
 use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient, LlmError};
 use ghost_shared::service::ServiceContext;
@@ -48,16 +47,24 @@ impl Reflector {
     /// The episode of `event`, or None when it needs no reflection (a reply whose trailer
     /// gave its affect).
     async fn episode(&self, event: &RecordedEvent) -> Result<Option<Episode>, HandlerError> {
-        if let Ok(message) = event.decode::<AutonomyMessageRendered>() {
-            return Ok(Some(Episode {
-                exchange: format!(
-                    "(no user message: {0} spoke on its own, reporting what it did)\n{0}: {1}",
-                    message.persona, message.text
-                ),
-                speaker: message.persona,
-            }));
-        }
-        let reply: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
+        let reply = match PersonaUtterance::decode(event).map_err(HandlerError::permanent)? {
+            Some(PersonaUtterance::AssistantReplied(reply)) => reply,
+            Some(PersonaUtterance::AutonomyMessageRendered(message)) => {
+                return Ok(Some(Episode {
+                    exchange: format!(
+                        "(no user message: {0} spoke on its own, reporting what it did)\n{0}: {1}",
+                        message.persona, message.text
+                    ),
+                    speaker: message.persona,
+                }));
+            }
+            None => {
+                return Err(HandlerError::permanent(format!(
+                    "reflection does not handle {}",
+                    event.event_type
+                )))
+            }
+        };
         if reply.affect.is_some() {
             return Ok(None); // the trailer already gave it
         }
@@ -188,7 +195,4 @@ fn unusable_reason(parsed: &ParsedAffect) -> String {
 }
 
 /// The event types this handler consumes: replies and autonomy messages.
-pub const CONSUMES: [&str; 2] = [
-    AssistantReplied::EVENT_TYPE,
-    AutonomyMessageRendered::EVENT_TYPE,
-];
+pub const CONSUMES: &[&str] = PersonaUtterance::TYPES;

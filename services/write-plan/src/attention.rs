@@ -13,7 +13,7 @@ use tracing::warn;
 use ghost_shared::autonomy::decision::{ActionDecision, AGENT_DELEGATE};
 use ghost_shared::autonomy::events::{ActionDecided, ActionResultRecorded};
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::InterestStateUpdated;
 use ghost_shared::memory::influence::interest_update;
 use ghost_shared::memory::InterestState;
@@ -22,7 +22,15 @@ use ghost_shared::service::ServiceContext;
 use crate::writer::MemoryWriter;
 
 /// The event types this handler consumes.
-pub const CONSUMES: [&str; 2] = [ActionDecided::EVENT_TYPE, ActionResultRecorded::EVENT_TYPE];
+pub const CONSUMES: &[&str] = AttentionInput::TYPES;
+
+ghost_shared::event_enum! {
+    /// What can move the interest state: a decision, and a delegated action's result.
+    pub enum AttentionInput {
+        ActionDecided,
+        ActionResultRecorded,
+    }
+}
 
 /// The step the update's id derives from (one per cause).
 pub const STEP: &str = "write-plan/interest";
@@ -42,12 +50,16 @@ impl Attention {
 
 /// The persona and decision behind `event`, when it can change the interest state.
 fn cause(event: &RecordedEvent) -> Result<Option<(String, ActionDecision)>, HandlerError> {
-    if event.event_type == ActionDecided::EVENT_TYPE {
-        let d: ActionDecided = event.decode().map_err(HandlerError::permanent)?;
-        return Ok(Some((d.persona, d.decision)));
+    match AttentionInput::decode(event).map_err(HandlerError::permanent)? {
+        Some(AttentionInput::ActionDecided(d)) => Ok(Some((d.persona, d.decision))),
+        Some(AttentionInput::ActionResultRecorded(r)) => {
+            Ok((r.decision.capability == AGENT_DELEGATE).then_some((r.persona, r.decision)))
+        }
+        None => Err(HandlerError::permanent(format!(
+            "attention does not handle {}",
+            event.event_type
+        ))),
     }
-    let r: ActionResultRecorded = event.decode().map_err(HandlerError::permanent)?;
-    Ok((r.decision.capability == AGENT_DELEGATE).then_some((r.persona, r.decision)))
 }
 
 #[async_trait::async_trait]

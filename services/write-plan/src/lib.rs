@@ -28,7 +28,7 @@ pub mod writer;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec};
+use ghost_shared::bus::run_consumer;
 use ghost_shared::projections::MemoryProjection;
 use ghost_shared::projector::ProjectionRunner;
 use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
@@ -39,6 +39,25 @@ pub const SERVICE: &str = "write-plan";
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
+    consumes: ghost_shared::event_types![
+        ghost_shared::events::AssistantReplied,
+        ghost_shared::autonomy::events::AutonomyMessageRendered,
+        ghost_shared::autonomy::events::ActionDecided,
+        ghost_shared::autonomy::events::ActionResultRecorded,
+        ghost_shared::memory::edits::MemoryEditRequested,
+        ghost_shared::memory::forget_person::PersonForgetRequested,
+    ],
+    appends: ghost_shared::event_types![
+        ghost_shared::events::StateUpserted,
+        ghost_shared::events::StateClosed,
+        ghost_shared::events::PreferenceUpdated,
+        ghost_shared::events::InterestStateUpdated,
+        ghost_shared::events::EventAnnotated,
+        ghost_shared::events::WritePlanRejected,
+        ghost_shared::memory::edits::MemoryCorrected,
+        ghost_shared::memory::edits::MemoryForgotten,
+        ghost_shared::memory::forget_person::PersonForgotten,
+    ],
     metrics_port_offset: 6,
     projections: |_| vec![Arc::new(MemoryProjection)],
     start: |ctx| Box::pin(start(ctx)),
@@ -61,7 +80,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     for event_type in planner::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             planner.clone(),
         ));
     }
@@ -69,7 +88,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     for event_type in edits::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             edits.clone(),
         ));
     }
@@ -80,7 +99,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     for event_type in forget_person::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             forget.clone(),
         ));
     }
@@ -88,7 +107,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     for event_type in attention::CONSUMES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(SERVICE, event_type),
+            ctx.consumer(event_type)?,
             attention.clone(),
         ));
     }

@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use tracing::{info, warn};
 
-use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
-use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    AssistantReplied, ModelAnswerRejected, UserMessageReceived, WritePlanRejected,
+    ModelAnswerRejected, PersonaUtterance, UserMessageReceived, WritePlanRejected,
 };
 use ghost_shared::llm::{Call, ChatMessage, LlmClient, LlmError};
 use ghost_shared::memory::apply::{MemoryChange, ANNOTATED_STEP, REJECTED_STEP};
@@ -29,10 +28,7 @@ use crate::input::{memory_input, plan_ids, plan_input, recent_events, TurnInput,
 use crate::writer::MemoryWriter;
 
 /// The event types this handler consumes.
-pub const CONSUMES: [&str; 2] = [
-    AssistantReplied::EVENT_TYPE,
-    AutonomyMessageRendered::EVENT_TYPE,
-];
+pub const CONSUMES: &[&str] = PersonaUtterance::TYPES;
 
 /// One persona utterance, whichever event carried it.
 struct Utterance {
@@ -45,21 +41,24 @@ struct Utterance {
 
 impl Utterance {
     fn of(event: &RecordedEvent) -> Result<Self, HandlerError> {
-        if let Ok(m) = event.decode::<AutonomyMessageRendered>() {
-            return Ok(Self {
+        match PersonaUtterance::decode(event).map_err(HandlerError::permanent)? {
+            Some(PersonaUtterance::AutonomyMessageRendered(m)) => Ok(Self {
                 speaker: m.persona,
                 session_id: m.session_id,
                 text: m.text,
                 user_event_id: None,
-            });
+            }),
+            Some(PersonaUtterance::AssistantReplied(r)) => Ok(Self {
+                speaker: r.speaker,
+                session_id: r.session_id,
+                text: r.text,
+                user_event_id: Some(r.user_event_id),
+            }),
+            None => Err(HandlerError::permanent(format!(
+                "the write plan does not handle {}",
+                event.event_type
+            ))),
         }
-        let r: AssistantReplied = event.decode().map_err(HandlerError::permanent)?;
-        Ok(Self {
-            speaker: r.speaker,
-            session_id: r.session_id,
-            text: r.text,
-            user_event_id: Some(r.user_event_id),
-        })
     }
 }
 

@@ -13,7 +13,7 @@ use super::events::{
     ActionDecided, ActionDropped, ActionResultRecorded, ActionStarted, AutonomyMessageFailed,
 };
 use crate::bus::Bus;
-use crate::envelope::{EventPayload, RecordedEvent};
+use crate::envelope::RecordedEvent;
 
 /// The activity subject.
 pub fn activity_subject(bus: &Bus) -> String {
@@ -77,37 +77,40 @@ async fn publish<T: Serialize>(bus: &Bus, subject: String, value: &T) {
     }
 }
 
-/// The autonomy event types monitoring shows, each with its activity kind.
-pub const ACTIVITY_KINDS: [(&str, &str); 5] = [
-    (ActionDecided::EVENT_TYPE, "decided"),
-    (ActionDropped::EVENT_TYPE, "dropped"),
-    (ActionStarted::EVENT_TYPE, "started"),
-    (ActionResultRecorded::EVENT_TYPE, "result"),
-    (AutonomyMessageFailed::EVENT_TYPE, "message_failed"),
-];
+crate::event_enum! {
+    /// The autonomy events monitoring shows.
+    pub enum ActivityEvent {
+        ActionDecided,
+        ActionDropped,
+        ActionStarted,
+        ActionResultRecorded,
+        AutonomyMessageFailed,
+    }
+}
 
 /// The activity entry a stored autonomy event is (`None` for an event monitoring does not
 /// show, or one that does not decode): one mapping for what is published as it happens
 /// and what a console that opens later is shown of the past.
 pub fn activity_of(event: &RecordedEvent) -> Option<Activity> {
-    let kind = ACTIVITY_KINDS
-        .iter()
-        .find(|(event_type, _)| *event_type == event.event_type)?
-        .1;
-    let detail = if kind == "result" {
+    let payload = || event.payload.clone();
+    let (kind, persona, detail) = match ActivityEvent::decode(event).ok()?? {
+        ActivityEvent::ActionDecided(e) => ("decided", e.persona, payload()),
+        ActivityEvent::ActionDropped(e) => ("dropped", e.persona, payload()),
+        ActivityEvent::ActionStarted(e) => ("started", e.persona, payload()),
         // Monitoring sees the facts, never the internal summary or the raw output.
-        let recorded: ActionResultRecorded = event.decode().ok()?;
-        serde_json::json!({
-            "decision_event_id": recorded.decision_event_id,
-            "capability_name": recorded.result.capability_name,
-            "result_status": recorded.result.result_status,
-            "result_payload": recorded.result.result_payload,
-            "agent_job": recorded.agent_job,
-        })
-    } else {
-        event.payload.clone()
+        ActivityEvent::ActionResultRecorded(recorded) => (
+            "result",
+            recorded.persona,
+            serde_json::json!({
+                "decision_event_id": recorded.decision_event_id,
+                "capability_name": recorded.result.capability_name,
+                "result_status": recorded.result.result_status,
+                "result_payload": recorded.result.result_payload,
+                "agent_job": recorded.agent_job,
+            }),
+        ),
+        ActivityEvent::AutonomyMessageFailed(e) => ("message_failed", e.persona, payload()),
     };
-    let persona = event.payload.get("persona")?.as_str()?.to_owned();
     Some(Activity {
         kind: kind.into(),
         persona,

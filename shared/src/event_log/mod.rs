@@ -49,6 +49,15 @@ impl EventLog {
         }
     }
 
+    /// The same log for `producer`, which may append only `appends` (see
+    /// [`EventStore::declaring`]).
+    pub fn declaring(&self, producer: &'static str, appends: &'static [&'static str]) -> Self {
+        Self {
+            store: self.store.declaring(producer, appends),
+            ..self.clone()
+        }
+    }
+
     /// The store.
     pub fn store(&self) -> &EventStore {
         &self.store

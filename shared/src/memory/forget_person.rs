@@ -98,12 +98,13 @@ pub const SCRUBBED_IN_THEIR_TURNS: [&str; 3] =
 
 /// Types of other people's steps scrubbed in a conversation the person took part in: those
 /// that carry the conversation's context.
-pub const SCRUBBED_IN_SHARED_CONVERSATIONS: [&str; 10] = [
+pub const SCRUBBED_IN_SHARED_CONVERSATIONS: [&str; 11] = [
     "ClassifyRequested",
     "WorkRequested",
     "WorkerCompleted",
     "WorkerFailed",
     "RenderRequested",
+    "JudgeRequested",
     "ConfirmationPending",
     "ConfirmationCheckRequested",
     "ConfirmationChecked",
@@ -133,6 +134,7 @@ fn text_fields(event_type: &str) -> &'static [(&'static str, Empty)] {
         "WorkerFailed" => &[("message", Str)],
         "RouteDecided" => &[("detail", Absent), ("corrects", Absent)],
         "RenderRequested" => &[("memory_summary", Absent), ("work_result", RouteOnly)],
+        "JudgeRequested" => &[("work_result", RouteOnly)],
         "ConfirmationPending" => &[("task", Str), ("result", Str), ("questions", List)],
         "ConfirmationCheckRequested" => &[("result", Str), ("questions", List)],
         "ConfirmationChecked" => &[("raw", Absent)],
@@ -244,6 +246,15 @@ mod tests {
         let v = scrub("RenderRequested", &request, Uuid::nil()).unwrap();
         assert_eq!(v["work_result"], json!({"route": "ANALYZE"}));
         assert!(v.get("memory_summary").is_none());
+        assert!(!v.to_string().contains("zanzibar"), "{v}");
+    }
+
+    #[test]
+    fn a_scrubbed_judge_request_keeps_only_the_route_of_its_work() {
+        let request = json!({"session_id": "s", "user_text": "hi",
+            "work_result": {"route": "PLAN", "result": "zanzibar steps"}});
+        let v = scrub("JudgeRequested", &request, Uuid::nil()).unwrap();
+        assert_eq!(v["work_result"], json!({"route": "PLAN"}));
         assert!(!v.to_string().contains("zanzibar"), "{v}");
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::{PgExecutor, Postgres, Row, Transaction};
 use uuid::Uuid;
 
-use crate::envelope::{EventPayload, RecordedEvent};
+use crate::envelope::RecordedEvent;
 use crate::events::{
     EventAnnotated, InterestStateUpdated, PreferenceUpdated, StateClosed, StateUpserted,
 };
@@ -355,6 +355,19 @@ async fn forget(
     Ok(())
 }
 
+crate::event_enum! {
+    /// What the memory projection applies.
+    enum MemoryInput {
+        StateUpserted,
+        StateClosed,
+        PreferenceUpdated,
+        MemoryCorrected,
+        MemoryForgotten,
+        InterestStateUpdated,
+        EventAnnotated,
+    }
+}
+
 #[async_trait::async_trait]
 impl Projection for MemoryProjection {
     fn name(&self) -> &'static str {
@@ -362,16 +375,7 @@ impl Projection for MemoryProjection {
     }
 
     fn wakes_on(&self, event_type: &str) -> bool {
-        [
-            StateUpserted::EVENT_TYPE,
-            StateClosed::EVENT_TYPE,
-            PreferenceUpdated::EVENT_TYPE,
-            InterestStateUpdated::EVENT_TYPE,
-            EventAnnotated::EVENT_TYPE,
-            MemoryCorrected::EVENT_TYPE,
-            MemoryForgotten::EVENT_TYPE,
-        ]
-        .contains(&event_type)
+        MemoryInput::takes(event_type)
     }
 
     async fn apply(
@@ -380,21 +384,15 @@ impl Projection for MemoryProjection {
         event: &RecordedEvent,
     ) -> Result<(), ProjectionError> {
         let decode = |e| ProjectionError::decode(event, e);
-        match event.event_type.as_str() {
-            StateUpserted::EVENT_TYPE => {
-                let e: StateUpserted = event.decode().map_err(decode)?;
+        match MemoryInput::decode(event).map_err(decode)? {
+            Some(MemoryInput::StateUpserted(e)) => {
                 upsert_state(tx, event, &e.persona, e.source_event_id, &e.state).await
             }
-            StateClosed::EVENT_TYPE => {
-                let e: StateClosed = event.decode().map_err(decode)?;
+            Some(MemoryInput::StateClosed(e)) => {
                 upsert_state(tx, event, &e.persona, e.source_event_id, &e.state).await
             }
-            PreferenceUpdated::EVENT_TYPE => {
-                let e: PreferenceUpdated = event.decode().map_err(decode)?;
-                upsert_preference(tx, event, &e).await
-            }
-            MemoryCorrected::EVENT_TYPE => {
-                let e: MemoryCorrected = event.decode().map_err(decode)?;
+            Some(MemoryInput::PreferenceUpdated(e)) => upsert_preference(tx, event, &e).await,
+            Some(MemoryInput::MemoryCorrected(e)) => {
                 if let Some(state) = &e.state {
                     upsert_state(tx, event, &e.persona, e.source_event_id, state).await?;
                 }
@@ -403,12 +401,8 @@ impl Projection for MemoryProjection {
                 }
                 Ok(())
             }
-            MemoryForgotten::EVENT_TYPE => {
-                let e: MemoryForgotten = event.decode().map_err(decode)?;
-                forget(tx, event, &e).await
-            }
-            InterestStateUpdated::EVENT_TYPE => {
-                let e: InterestStateUpdated = event.decode().map_err(decode)?;
+            Some(MemoryInput::MemoryForgotten(e)) => forget(tx, event, &e).await,
+            Some(MemoryInput::InterestStateUpdated(e)) => {
                 let i = &e.interest;
                 sqlx::query(
                     "INSERT INTO persona_interest_state (persona, attention_targets, interaction_mode, \
@@ -429,8 +423,7 @@ impl Projection for MemoryProjection {
                 .await?;
                 Ok(())
             }
-            EventAnnotated::EVENT_TYPE => {
-                let e: EventAnnotated = event.decode().map_err(decode)?;
+            Some(MemoryInput::EventAnnotated(e)) => {
                 let a = e.event_annotations.as_ref();
                 sqlx::query(
                     "INSERT INTO memory_event_annotations (source_event_id, persona, life_stage, \
@@ -448,7 +441,7 @@ impl Projection for MemoryProjection {
                 .await?;
                 Ok(())
             }
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

@@ -158,6 +158,7 @@ impl EventStore {
         if events.is_empty() {
             return Err(StoreError::Empty);
         }
+        self.check_declared(events)?;
         let body = events_json(events);
         let columns = format!(
             "position, tx_id, event_id, stream, version, event_type, schema_version, \

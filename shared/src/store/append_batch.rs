@@ -43,6 +43,10 @@ impl EventStore {
                 results[i] = Some(Err(StoreError::Empty));
                 continue;
             }
+            if let Err(e) = self.check_declared(&r.events) {
+                results[i] = Some(Err(e));
+                continue;
+            }
             sent.push(i);
             body.push(serde_json::json!({
                 "stream": r.stream,

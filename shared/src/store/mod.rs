@@ -65,6 +65,15 @@ pub enum StoreError {
     /// Nothing to append.
     #[error("an append needs at least one event")]
     Empty,
+    /// A service appended a type its descriptor does not list (`ServiceDescriptor::appends`):
+    /// the table of who appends what is read from the descriptors, so it must not lie.
+    #[error("{producer} appends {event_type}, which its ServiceDescriptor::appends does not list")]
+    Undeclared {
+        /// The appending service.
+        producer: &'static str,
+        /// The type it tried to append.
+        event_type: String,
+    },
     /// A stored row does not decode (corrupt metadata).
     #[error("stored event {position} does not decode: {reason}")]
     Corrupt {
@@ -87,6 +96,16 @@ pub struct EventStore {
     pool: PgPool,
     /// Wake-ups for the projection runners, sent after each append commits.
     wakeups: Arc<Wakeups>,
+    /// When a service's context holds this store: who appends through it, and the only
+    /// types it may append (see [`EventStore::declaring`]).
+    declared: Option<Declared>,
+}
+
+/// A service's declared appends, checked on every append through its store.
+#[derive(Clone, Copy, Debug)]
+struct Declared {
+    producer: &'static str,
+    appends: &'static [&'static str],
 }
 
 impl EventStore {
@@ -111,6 +130,34 @@ impl EventStore {
         Self {
             pool,
             wakeups: Arc::default(),
+            declared: None,
+        }
+    }
+
+    /// The same store for `producer`, which may append only the types in `appends` (its
+    /// `ServiceDescriptor::appends`): any other is [`StoreError::Undeclared`], so a service
+    /// that starts appending a new type without saying so fails its tests.
+    pub fn declaring(&self, producer: &'static str, appends: &'static [&'static str]) -> Self {
+        Self {
+            declared: Some(Declared { producer, appends }),
+            ..self.clone()
+        }
+    }
+
+    /// Refuses events of a type the store's service does not declare.
+    fn check_declared(&self, events: &[crate::envelope::NewEvent]) -> Result<(), StoreError> {
+        let Some(d) = self.declared else {
+            return Ok(());
+        };
+        match events
+            .iter()
+            .find(|e| !d.appends.contains(&e.event_type.as_str()))
+        {
+            Some(e) => Err(StoreError::Undeclared {
+                producer: d.producer,
+                event_type: e.event_type.clone(),
+            }),
+            None => Ok(()),
         }
     }
 

@@ -22,13 +22,13 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, EventHandler, HandlerError};
+use ghost_shared::bus::{run_consumer, EventHandler, HandlerError};
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     AssistantReplied, Channel, RenderFailed, ReplyDelivered, ReplyFailed, TurnTimedOut,
     UserMessageReceived, DAILY_TOKEN_CAP,
 };
-use ghost_shared::service::{ServiceContext, ServiceHandle};
+use ghost_shared::service::{ServiceContext, ServiceError, ServiceHandle};
 use ghost_shared::store::ExpectedVersion;
 
 pub use crate::channel::DeliveryOutcome;
@@ -265,8 +265,11 @@ pub fn spawn(
     ctx: ServiceContext,
     platforms: Platforms,
     handle: &mut ServiceHandle,
-) -> Result<(), reqwest::Error> {
-    let deliverer = Arc::new(Deliverer::with_platforms(ctx.clone(), platforms)?);
+) -> Result<(), ServiceError> {
+    let deliverer = Arc::new(
+        Deliverer::with_platforms(ctx.clone(), platforms)
+            .map_err(|e| ServiceError::Config(format!("HTTP client for replies: {e}")))?,
+    );
     for event_type in [
         AssistantReplied::EVENT_TYPE,
         RenderFailed::EVENT_TYPE,
@@ -274,13 +277,13 @@ pub fn spawn(
     ] {
         handle.spawn(run_consumer(
             ctx.bus().clone(),
-            ConsumerSpec::new(ctx.service, event_type),
+            ctx.consumer(event_type)?,
             deliverer.clone(),
         ));
     }
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(ctx.service, autonomy_push::CONSUMES),
+        ctx.consumer(autonomy_push::CONSUMES)?,
         Arc::new(autonomy_push::AutonomyPusher::new(deliverer)),
     ));
     Ok(())

@@ -1,4 +1,5 @@
-//! Writing one reply: prompt, stream, store — exactly once per `RenderRequested`.
+//! Writing one reply: prompt, stream, store — exactly once per `RenderRequested`; and
+//! judging a work result, once per `JudgeRequested`.
 //!
 //! - [`history`]: what the reply is written from (the conversation, the user's message and
 //!   its image), or the outcome already stored;
@@ -6,7 +7,7 @@
 //! - [`stream`]: the model's deltas to the turn's subject, the trailer split off, the
 //!   watchdog's bound;
 //! - [`outcome`]: storing the reply (or the failure) with the turn listed, announcing it;
-//! - [`judge`]: judging a work result before replying (`may_propose`).
+//! - [`judge`]: judging a finished work result before any reply (`JudgeRequested`).
 //!
 //! This file holds the handler that runs them in order.
 
@@ -32,8 +33,8 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    persona_stream, AssistantReplied, PersonaProposed, RenderFailed, RenderRequested,
-    UserMessageReceived, RECALL_STEP,
+    persona_stream, AssistantReplied, JudgeRequested, PersonaProposed, RenderFailed,
+    RenderRequested, UserMessageReceived, RECALL_STEP,
 };
 use ghost_shared::llm::{Call, ChatMessage, Fence, ImagePart, LlmClient, LlmError};
 use ghost_shared::masking::mask_secrets;
@@ -78,12 +79,10 @@ const CONVERSATION_TYPES: &[&str] = &[
 /// utterances stored after it (another turn of the session) that the history skips.
 const HISTORY_SLACK: i64 = 8;
 
-/// What a request's preparation found: the request already answered, a work result to
-/// judge, or what to send the model for the reply (and the user's message, when the
-/// history read had it).
+/// What a request's preparation found: the request already answered, or what to send the
+/// model for the reply (and the user's message, when the history read had it).
 enum Prepared {
     Done(RecordedEvent),
-    Judge,
     Reply {
         messages: Vec<ChatMessage>,
         user_event: Option<RecordedEvent>,
@@ -173,10 +172,39 @@ impl Renderer {
     }
 }
 
+ghost_shared::event_enum! {
+    /// What the renderer takes: a reply to write, or a finished work result to judge first.
+    pub enum PersonaRequest {
+        RenderRequested,
+        JudgeRequested,
+    }
+}
+
 #[async_trait::async_trait]
 impl EventHandler for Renderer {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        let request: RenderRequested = event.decode().map_err(HandlerError::permanent)?;
+        match PersonaRequest::decode(&event).map_err(HandlerError::permanent)? {
+            Some(PersonaRequest::RenderRequested(request)) => self.render(event, request).await,
+            Some(PersonaRequest::JudgeRequested(request)) => self.judge(&event, request).await,
+            None => Err(HandlerError::permanent(format!(
+                "the renderer does not handle {}",
+                event.event_type
+            ))),
+        }
+    }
+
+    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
+        self.close_given_up(event, reason).await;
+    }
+}
+
+impl Renderer {
+    /// `RenderRequested`: one `AssistantReplied` or one `RenderFailed`.
+    async fn render(
+        &self,
+        event: RecordedEvent,
+        request: RenderRequested,
+    ) -> Result<(), HandlerError> {
         let turn = request.user_event_id;
         let stream = session_stream(&request.session_id);
 
@@ -190,22 +218,12 @@ impl EventHandler for Renderer {
                 .iter()
                 .map(|step| ghost_shared::ids::derive_event_id(event.event_id, step)),
         );
-        // A reply (no work result to judge) needs the conversation, the mood and the
-        // recall: read with the outcome check (a redelivery just drops them), instead of
-        // one round trip after another.
-        let prepared = if request.may_propose {
-            let done = self
-                .ctx
-                .store()
-                .get_first_of(&ids)
-                .await
-                .map_err(HandlerError::transient)?;
-            done.map_or(Prepared::Judge, Prepared::Done)
-        } else {
-            self.messages_unless_done(&request, &event, &ids).await?
-        };
+        // The reply needs the conversation, the mood and the recall: read with the outcome
+        // check (a redelivery just drops them), instead of one round trip after another.
+        let prepared = self.messages_unless_done(&request, &event, &ids).await?;
         let (messages, user_event) = match prepared {
             Prepared::Done(done) => {
+                // A request stored when judging was a flag on it, judged already.
                 if done.is::<PersonaProposed>() {
                     info!(event_id = %done.event_id, "proposal already made; the router decides");
                     return Ok(());
@@ -214,25 +232,6 @@ impl EventHandler for Renderer {
                 // The earlier attempt may have stopped before listing the turn.
                 self.list_turn(turn, None, &done).await?;
                 self.publish(&turn, &outcome_message(&done)).await;
-                return Ok(());
-            }
-            // A finished work result: judge it first; the router decides what follows.
-            Prepared::Judge => {
-                let proposed = PersonaProposed {
-                    render_event_id: event.event_id,
-                    ..self.propose(&request).await
-                };
-                info!(
-                    call_failed = proposed.call_failed.is_some(),
-                    "persona judged the work result"
-                );
-                let e = NewEvent::caused_by(&event, STEP_PROPOSED, &proposed, self.ctx.service)
-                    .map_err(HandlerError::permanent)?;
-                self.ctx
-                    .log
-                    .append(&stream, ExpectedVersion::Any, &[e])
-                    .await
-                    .map_err(HandlerError::transient)?;
                 return Ok(());
             }
             Prepared::Reply {
@@ -330,28 +329,34 @@ impl EventHandler for Renderer {
         Ok(())
     }
 
-    async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
-        // Given up on (a handler crashed or hung on every delivery): close the turn now
-        // rather than at the watchdog's limit.
-        let Some(request) = event.and_then(|e| e.decode::<RenderRequested>().ok()) else {
-            return;
-        };
+    /// A request given up on (a handler crashed or hung on every delivery): the turn is
+    /// closed now rather than at the watchdog's limit.
+    async fn close_given_up(&self, event: Option<&RecordedEvent>, reason: &str) {
         let Some(event) = event else { return };
+        let request = match PersonaRequest::decode(event) {
+            Ok(Some(PersonaRequest::RenderRequested(r))) => {
+                (r.session_id, r.channel, r.user_event_id)
+            }
+            Ok(Some(PersonaRequest::JudgeRequested(j))) => {
+                (j.session_id, j.channel, j.user_event_id)
+            }
+            _ => return,
+        };
+        let (session_id, channel, user_event_id) = request;
         let failed = RenderFailed {
-            session_id: request.session_id.clone(),
-            channel: request.channel,
-            user_event_id: request.user_event_id,
+            session_id: session_id.clone(),
+            channel,
+            user_event_id,
             code: "render_failed".into(),
             message: ghost_shared::masking::mask_secrets(
                 &reason.chars().take(200).collect::<String>(),
             )
             .into_owned(),
         };
-        let Ok(e) = NewEvent::closing_turn(event, request.user_event_id, &failed, self.ctx.service)
-        else {
+        let Ok(e) = NewEvent::closing_turn(event, user_event_id, &failed, self.ctx.service) else {
             return;
         };
-        let stream = session_stream(&request.session_id);
+        let stream = session_stream(&session_id);
         match self
             .ctx
             .log
@@ -364,7 +369,7 @@ impl EventHandler for Renderer {
                     .first()
                     .and_then(TurnStreamMessage::of_outcome)
                 {
-                    self.publish(&request.user_event_id, &m).await;
+                    self.publish(&user_event_id, &m).await;
                 }
             }
             Err(err) => {

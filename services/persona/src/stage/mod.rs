@@ -23,7 +23,7 @@ pub mod view;
 
 use std::sync::Arc;
 
-use ghost_shared::bus::{run_consumer, ConsumerSpec, HandlerError};
+use ghost_shared::bus::{run_consumer, HandlerError};
 use ghost_shared::envelope::{EventPayload, NewEvent};
 use ghost_shared::event_log::{GroupAppendError, GroupAppender};
 use ghost_shared::events::{StageEnded, StageTurnRequested, StageUserInput};
@@ -88,10 +88,9 @@ impl StageLog {
 pub fn start(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<(), ServiceError> {
     let cast = Arc::new(Cast::from_config(&ctx.config)?);
     let log = StageLog::new(ctx);
-    let service = ctx.service;
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(service, StageUserInput::EVENT_TYPE),
+        ctx.consumer(StageUserInput::EVENT_TYPE)?,
         Arc::new(input::InputHandler::new(
             ctx.clone(),
             log.clone(),
@@ -100,12 +99,12 @@ pub fn start(ctx: &ServiceContext, handle: &mut ServiceHandle) -> Result<(), Ser
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(service, StageTurnRequested::EVENT_TYPE),
+        ctx.consumer(StageTurnRequested::EVENT_TYPE)?,
         Arc::new(turn::TurnHandler::new(ctx.clone(), log.clone(), cast)),
     ));
     handle.spawn(run_consumer(
         ctx.bus().clone(),
-        ConsumerSpec::new(service, StageEnded::EVENT_TYPE),
+        ctx.consumer(StageEnded::EVENT_TYPE)?,
         Arc::new(memory::MemoryHandler::new(ctx.clone(), log)?),
     ));
     Ok(())

@@ -86,8 +86,8 @@ impl Router {
     pub(crate) async fn on_confirmation_checked(
         &self,
         event: &RecordedEvent,
+        checked: ConfirmationChecked,
     ) -> Result<(), HandlerError> {
-        let checked: ConfirmationChecked = event.decode().map_err(HandlerError::permanent)?;
         let turn = self.load_turn(checked.user_event_id).await?;
         let pending = self
             .ctx

@@ -129,8 +129,8 @@ impl Router {
     pub(crate) async fn on_classifier_reply(
         &self,
         event: &RecordedEvent,
+        reply: ClassifierReplied,
     ) -> Result<(), HandlerError> {
-        let reply: ClassifierReplied = event.decode().map_err(HandlerError::permanent)?;
         let turn = self.load_turn(reply.user_event_id).await?;
         let kuro = reply.mode == DecisionOrigin::Kuro;
         let mode = if kuro {
@@ -242,7 +242,6 @@ impl Router {
                 notice,
                 memory_summary: self.memory_summary(turn).await?,
                 withheld_from_cloud: Vec::new(),
-                may_propose: false,
                 history_user_messages: Some(turn.history_user_messages()),
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)

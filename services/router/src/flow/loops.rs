@@ -7,8 +7,8 @@ use std::time::Duration;
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{NewEvent, RecordedEvent};
 use ghost_shared::events::{
-    LoopDecided, PersonaProposed, RenderRequested, RouteDecided, WorkRequested, WorkerCompleted,
-    WorkerFailed, TIME_LIMIT,
+    JudgeRequested, LoopDecided, PersonaProposed, RenderRequested, RouteDecided, WorkRequested,
+    WorkerCompleted, WorkerFailed, TIME_LIMIT,
 };
 use serde_json::Value;
 use tracing::{info, warn};
@@ -160,7 +160,8 @@ impl Router {
 
     /// The event that carries out `decision` for a run on `route`: the next work request or
     /// the render request. `why` explains another run or a reroute (the worker's or the
-    /// persona's words); `may_propose` lets the persona judge a finished result first.
+    /// persona's words); `may_propose` asks the persona to judge a finished result first
+    /// (`JudgeRequested`) instead of replying.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn next_step(
         &self,
@@ -191,18 +192,19 @@ impl Router {
         } else {
             Vec::new()
         };
-        let render = |mut result: Value, may_propose: bool| RenderRequested {
+        let with_sources = |mut result: Value| {
+            if !sources.is_empty() && result.get("result").is_some() {
+                result["sources"] = serde_json::json!(sources);
+            }
+            result
+        };
+        let render = |result: Value| RenderRequested {
             session_id: turn.message.session_id.clone(),
             channel: turn.message.channel,
             user_event_id: turn.id(),
             person: Some(turn.message.speaker.clone()),
             user_text: turn.message.text.clone(),
-            work_result: Some({
-                if !sources.is_empty() && result.get("result").is_some() {
-                    result["sources"] = serde_json::json!(sources);
-                }
-                result
-            }),
+            work_result: Some(with_sources(result)),
             // After a reroute the reply comes from the new route: declared against the
             // session's previous route, like a first decision.
             declaration: if cx.rerouted {
@@ -213,7 +215,6 @@ impl Router {
             notice: None,
             memory_summary: summary.clone(),
             withheld_from_cloud: withheld.clone(),
-            may_propose,
             history_user_messages: Some(turn.history_user_messages()),
         };
         let loops = cx.this.loop_index;
@@ -250,7 +251,7 @@ impl Router {
                 let render = NewEvent::caused_by(
                     event,
                     STEP_NEXT,
-                    &render(work_result("ask_user", route, loops, r), false),
+                    &render(work_result("ask_user", route, loops, r)),
                     service,
                 )
                 .map_err(HandlerError::permanent)?;
@@ -259,13 +260,27 @@ impl Router {
             (LoopDecision::LimitReached, r) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
-                &render(work_result("limit_reached", route, loops, r), false),
+                &render(work_result("limit_reached", route, loops, r)),
+                service,
+            ),
+            // A finished result the persona judges first: the router decides on its
+            // proposal, and asks for the reply then.
+            (_, Some(r)) if may_propose => NewEvent::caused_by(
+                event,
+                STEP_NEXT,
+                &JudgeRequested {
+                    session_id: turn.message.session_id.clone(),
+                    channel: turn.message.channel,
+                    user_event_id: turn.id(),
+                    user_text: turn.message.text.clone(),
+                    work_result: with_sources(work_result("done", route, loops, Some(r))),
+                },
                 service,
             ),
             (_, Some(r)) => NewEvent::caused_by(
                 event,
                 STEP_NEXT,
-                &render(work_result("done", route, loops, Some(r)), may_propose),
+                &render(work_result("done", route, loops, Some(r))),
                 service,
             ),
             (_, None) => {
@@ -278,7 +293,7 @@ impl Router {
                 NewEvent::caused_by(
                     event,
                     STEP_NEXT,
-                    &render(failure_result(route, loops, kind), false),
+                    &render(failure_result(route, loops, kind)),
                     service,
                 )
             }

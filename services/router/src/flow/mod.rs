@@ -11,7 +11,7 @@ pub mod task;
 pub mod turn;
 
 use ghost_shared::bus::{EventHandler, HandlerError};
-use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     ClassifierReplied, ConfirmationChecked, PersonaProposed, RenderFailed, UserMessageReceived,
     WorkerCompleted, WorkerFailed,
@@ -35,6 +35,33 @@ pub(crate) const STEP_PENDING: &str = "pending";
 
 /// How many times the dead-letter path tries to store the turn's failure.
 const DEAD_LETTER_APPEND_ATTEMPTS: u32 = 8;
+
+ghost_shared::event_enum! {
+    /// What the router takes from the bus: the messages that start turns and every step's
+    /// answer that moves one on.
+    pub enum RouterInput {
+        UserMessageReceived,
+        ClassifierReplied,
+        WorkerCompleted,
+        WorkerFailed,
+        PersonaProposed,
+        ConfirmationChecked,
+    }
+}
+
+impl RouterInput {
+    /// The user message whose turn this event belongs to (`own` when it is that message).
+    fn user_event_id(&self, own: Uuid) -> Uuid {
+        match self {
+            Self::UserMessageReceived(_) => own,
+            Self::ClassifierReplied(r) => r.user_event_id,
+            Self::WorkerCompleted(w) => w.user_event_id,
+            Self::WorkerFailed(w) => w.user_event_id,
+            Self::PersonaProposed(p) => p.user_event_id,
+            Self::ConfirmationChecked(c) => c.user_event_id,
+        }
+    }
+}
 
 /// The router's handler for user messages, classifier replies and worker results.
 pub struct Router {
@@ -74,16 +101,24 @@ impl Router {
 #[async_trait::async_trait]
 impl EventHandler for Router {
     async fn handle(&self, event: RecordedEvent) -> Result<(), HandlerError> {
-        match event.event_type.as_str() {
-            UserMessageReceived::EVENT_TYPE => self.on_user_message(&event).await,
-            ClassifierReplied::EVENT_TYPE => self.on_classifier_reply(&event).await,
-            WorkerCompleted::EVENT_TYPE | WorkerFailed::EVENT_TYPE => {
+        let input = RouterInput::decode(&event).map_err(HandlerError::permanent)?;
+        match input {
+            Some(RouterInput::UserMessageReceived(_)) => self.on_user_message(&event).await,
+            Some(RouterInput::ClassifierReplied(reply)) => {
+                self.on_classifier_reply(&event, reply).await
+            }
+            Some(RouterInput::WorkerCompleted(_) | RouterInput::WorkerFailed(_)) => {
                 self.on_worker_outcome(&event).await
             }
-            PersonaProposed::EVENT_TYPE => self.on_persona_proposal(&event).await,
-            ConfirmationChecked::EVENT_TYPE => self.on_confirmation_checked(&event).await,
-            other => Err(HandlerError::permanent(format!(
-                "router does not handle {other}"
+            Some(RouterInput::PersonaProposed(proposed)) => {
+                self.on_persona_proposal(&event, proposed).await
+            }
+            Some(RouterInput::ConfirmationChecked(checked)) => {
+                self.on_confirmation_checked(&event, checked).await
+            }
+            None => Err(HandlerError::permanent(format!(
+                "router does not handle {}",
+                event.event_type
             ))),
         }
     }
@@ -91,13 +126,11 @@ impl EventHandler for Router {
     async fn on_dead_letter(&self, event: Option<&RecordedEvent>, reason: &str) {
         // Close the turn so the session is not left busy.
         let Some(event) = event else { return };
-        let user_event_id = match event.payload.get("user_event_id") {
-            Some(v) => v.as_str().and_then(|s| s.parse::<Uuid>().ok()),
-            None => Some(event.event_id),
-        };
-        let Some(user_event_id) = user_event_id else {
+        // A payload that does not decode names no turn: nothing to close.
+        let Ok(Some(input)) = RouterInput::decode(event) else {
             return;
         };
+        let user_event_id = input.user_event_id(event.event_id);
         let Ok(Some(user_event)) = self.ctx.store().get(user_event_id).await else {
             return;
         };

@@ -20,8 +20,8 @@ impl Router {
     pub(crate) async fn on_persona_proposal(
         &self,
         event: &RecordedEvent,
+        proposed: PersonaProposed,
     ) -> Result<(), HandlerError> {
-        let proposed: PersonaProposed = event.decode().map_err(HandlerError::permanent)?;
         // The result the persona judged: the last completed run of this message.
         let turn = self.load_turn(proposed.user_event_id).await?;
         let completed = self

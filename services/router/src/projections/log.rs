@@ -3,7 +3,7 @@
 //! signals, final route and parse-failure reasons — the data to grow the dictionary and tune
 //! the thresholds from. Never mixed into the conversation.
 
-use ghost_shared::envelope::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{
     LoopDecided, RenderRequested, RouteDecided, UserMessageReceived, WorkRequested,
 };
@@ -249,6 +249,17 @@ pub(crate) struct LogChanges {
     index: std::collections::HashMap<Uuid, usize>,
 }
 
+ghost_shared::event_enum! {
+    /// What the routing log's fold reads.
+    enum LogInput {
+        UserMessageReceived,
+        RouteDecided,
+        WorkRequested,
+        LoopDecided,
+        RenderRequested,
+    }
+}
+
 impl LogChanges {
     /// The changes, for the pass's statement (empty when no event touched the table).
     pub(crate) fn rows(&self) -> &[LogChange] {
@@ -270,9 +281,8 @@ impl LogChanges {
     /// Folds one event in (events of other types change nothing).
     pub(crate) fn add(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
         let decode = |e| ProjectionError::decode(event, e);
-        match event.event_type.as_str() {
-            UserMessageReceived::EVENT_TYPE => {
-                let m: UserMessageReceived = event.decode().map_err(decode)?;
+        match LogInput::decode(event).map_err(decode)? {
+            Some(LogInput::UserMessageReceived(m)) => {
                 let row = self.row(event.event_id);
                 // A second copy of the message (never stored twice) would insert nothing.
                 if row.session_id.is_none() {
@@ -283,8 +293,7 @@ impl LogChanges {
                     row.recorded_at = Some(event.recorded_at);
                 }
             }
-            RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event.decode().map_err(decode)?;
+            Some(LogInput::RouteDecided(d)) => {
                 let (route, confidence, failure) = classifier_columns(&d);
                 let row = self.row(d.user_event_id);
                 row.route_set = true;
@@ -307,16 +316,14 @@ impl LogChanges {
                     row.correction_signal = Some(c.signal.clone());
                 }
             }
-            WorkRequested::EVENT_TYPE => {
-                let w: WorkRequested = event.decode().map_err(decode)?;
+            Some(LogInput::WorkRequested(w)) => {
                 let cloud = w.route == Route::Code;
                 let row = self.row(w.user_event_id);
                 row.worker_add += i32::from(!cloud);
                 row.coder_add += i32::from(cloud);
                 row.rerouted |= w.reroute;
             }
-            LoopDecided::EVENT_TYPE => {
-                let l: LoopDecided = event.decode().map_err(decode)?;
+            Some(LogInput::LoopDecided(l)) => {
                 let entry = serde_json::to_value(&l).unwrap_or(Value::Null);
                 let ignored_proposal = l
                     .persona_proposal
@@ -339,8 +346,7 @@ impl LogChanges {
                 row.risk = l.risk;
                 row.fit = l.fit;
             }
-            RenderRequested::EVENT_TYPE => {
-                let r: RenderRequested = event.decode().map_err(decode)?;
+            Some(LogInput::RenderRequested(r)) => {
                 let route = r
                     .work_result
                     .as_ref()
@@ -350,7 +356,7 @@ impl LogChanges {
                     .to_owned();
                 self.row(r.user_event_id).final_route = Some(route);
             }
-            _ => {}
+            None => {}
         }
         Ok(())
     }

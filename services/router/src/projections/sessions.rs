@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use ghost_shared::envelope::{EventPayload, RecordedEvent};
+use ghost_shared::envelope::RecordedEvent;
 use ghost_shared::events::{RouteDecided, SessionSummarized};
 use ghost_shared::projector::ProjectionError;
 use serde::Serialize;
@@ -102,6 +102,14 @@ pub(crate) struct SessionChanges {
     index: HashMap<String, usize>,
 }
 
+ghost_shared::event_enum! {
+    /// What the sessions fold reads.
+    enum SessionsInput {
+        RouteDecided,
+        SessionSummarized,
+    }
+}
+
 impl SessionChanges {
     /// The changes, for the pass's statement (empty when no event touched the table).
     pub(crate) fn rows(&self) -> &[SessionChange] {
@@ -130,11 +138,8 @@ impl SessionChanges {
 
     /// Folds one event in (events of other types change nothing).
     pub(crate) fn add(&mut self, event: &RecordedEvent) -> Result<(), ProjectionError> {
-        match event.event_type.as_str() {
-            RouteDecided::EVENT_TYPE => {
-                let d: RouteDecided = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+        match SessionsInput::decode(event).map_err(|e| ProjectionError::decode(event, e))? {
+            Some(SessionsInput::RouteDecided(d)) => {
                 let row = self.row(&d.session_id, event.recorded_at);
                 row.route_set = true;
                 row.local_only = d.local_only;
@@ -142,10 +147,7 @@ impl SessionChanges {
                     row.primary_route = Some(d.route.as_str().to_owned());
                 }
             }
-            SessionSummarized::EVENT_TYPE => {
-                let s: SessionSummarized = event
-                    .decode()
-                    .map_err(|e| ProjectionError::decode(event, e))?;
+            Some(SessionsInput::SessionSummarized(s)) => {
                 let turns = i32::try_from(s.user_turns).unwrap_or(i32::MAX);
                 let row = self.row(&s.session_id, event.recorded_at);
                 if !row.summary_set || turns >= row.summary_turns {
@@ -155,7 +157,7 @@ impl SessionChanges {
                 }
                 row.summary_set = true;
             }
-            _ => {}
+            None => {}
         }
         Ok(())
     }
