@@ -1,10 +1,13 @@
 //! The `ghost` command's library: starting services (one, or all in one process) and the
 //! operator verbs. The binary in `main.rs` only parses arguments.
 //!
-//! - [`stack`]: start any set of services with their shared connections;
+//! - [`stack`]: start any set of services with their shared connections; [`serve`]: `ghost
+//!   up` and `ghost run`, serving until stopped and draining; [`projections_cli`]:
+//!   `ghost projections rebuild|retry`;
 //! - [`load`]: the pipeline load generator behind `ghost load`;
 //! - [`budget`]: `ghost load --budget`, where a turn's time goes, hop by hop;
-//! - [`probe`]: `ghost next-speaker`; [`stage_load`]: `ghost load-stage`;
+//! - [`probe`]: `ghost next-speaker`; [`probes`]: `ghost mood`, `route`, `mask`,
+//!   `route-report`, `autonomy tick`; [`stage_load`]: `ghost load-stage`;
 //! - [`memory_probe`]: `ghost write-plan apply` (a write plan on a given memory) and
 //!   `ghost recall plan` (a message's RetrievalPlan);
 //! - [`webhook_load`]: the webhook acknowledgement load behind `ghost webhook-load`.
@@ -40,9 +43,12 @@ pub mod memory_io;
 pub mod memory_probe;
 pub mod model_bench;
 pub mod probe;
+pub mod probes;
+pub mod projections_cli;
 pub mod recall_quality;
 pub mod reply_bench;
 pub mod route_report;
+pub mod serve;
 pub mod stack;
 pub mod stage_load;
 pub mod webhook_load;

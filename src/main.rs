@@ -1,16 +1,14 @@
-//! `ghost`: run Ghost's services and operate on its store.
+//! `ghost`: run Ghost's services and operate on its store. This file parses the command
+//! line and dispatches; serving and draining are in `ghost::serve`, each verb in a module
+//! of the `ghost` library.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use ghost::doctor::{self, require_infrastructure, Status};
-use ghost::stack::{projection_by_name, projection_names, start_stack, ServiceName};
+use ghost::serve::{migrate, serve, serve_model};
+use ghost::stack::ServiceName;
+use ghost::{probes, projections_cli};
 use ghost_shared::config::Config;
-use ghost_shared::llm::LlmClient;
-use ghost_shared::projector::ProjectionRunner;
-use ghost_shared::store::EventStore;
 
 /// mimalloc instead of glibc's allocator (see Cargo.toml and BENCHMARKS.md).
 #[global_allocator]
@@ -271,10 +269,10 @@ async fn run(command: Command) -> Result<()> {
             }
             Command::Projections {
                 command: ProjectionsCommand::Rebuild { name },
-            } => rebuild(&name).await,
+            } => projections_cli::rebuild(&load_config()?, &name).await,
             Command::Projections {
                 command: ProjectionsCommand::Retry { name },
-            } => retry_parked(&name).await,
+            } => projections_cli::retry_parked(&load_config()?, &name).await,
             Command::Load(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::load::run(args).await
@@ -283,14 +281,14 @@ async fn run(command: Command) -> Result<()> {
                 print!("{}", ghost::events_table::markdown());
                 Ok(())
             }
-            Command::Mood { now } => mood_probe(now),
-            Command::Route { local_only, rules } => route_probe(local_only, rules),
-            Command::Mask { rules } => mask_probe(rules),
-            Command::RouteReport { limit } => route_report(limit).await,
+            Command::Mood { now } => probes::mood(now),
+            Command::Route { local_only, rules } => probes::route(local_only, rules),
+            Command::Mask { rules } => probes::mask(rules),
+            Command::RouteReport { limit } => probes::route_report(load_config()?, limit).await,
             Command::NextSpeaker(args) => ghost::probe::next_speaker(args),
             Command::Autonomy {
                 command: AutonomyCommand::Tick,
-            } => autonomy_tick().await,
+            } => probes::autonomy_tick(load_config()?).await,
             Command::AutonomyLoad(args) => {
                 require_infrastructure(&load_config()?).await?;
                 ghost::autonomy_load::run(args).await
@@ -343,295 +341,4 @@ async fn run(command: Command) -> Result<()> {
             }
         }
     }
-}
-
-/// `ghost autonomy tick`.
-async fn autonomy_tick() -> Result<()> {
-    let config = load_config()?;
-    require_infrastructure(&config).await?;
-    let persona = config.ghost.persona.character.clone();
-    let ctx = ghost_shared::service::ServiceContext::connect(config, "cli").await?;
-    let id = ghost_shared::autonomy::tick::request_tick(
-        &ctx.log,
-        uuid::Uuid::new_v4(),
-        &persona,
-        ghost_shared::autonomy::events::TickTrigger::Cli,
-        ctx.service,
-    )
-    .await?;
-    println!(
-        "{}",
-        serde_json::json!({"tick_event_id": id, "persona": persona})
-    );
-    Ok(())
-}
-
-async fn migrate(config: &Config) -> Result<EventStore> {
-    let store = EventStore::connect(&config.ghost.database.url, 2)
-        .await
-        .with_context(|| format!("cannot reach Postgres at {}", config.ghost.database.url))?;
-    store.migrate().await.context("migrations failed")?;
-    Ok(store)
-}
-
-/// Says at start-up which model answers for each role: the choice is made before start
-/// (by the configuration, or by ./deploy/run-local.sh) and logged, never switched later.
-fn log_model_choice(config: &Config) {
-    let embedded = &config.ghost.model;
-    let mut roles: Vec<_> = config.ghost.llm.iter().collect();
-    roles.sort_by_key(|(role, _)| role.as_str());
-    for (role, cfg) in roles {
-        let is_embedded = embedded.enabled && cfg.base_url.contains(&embedded.listen);
-        tracing::info!(
-            role = %role, provider = cfg.provider.as_str(), model = %cfg.model,
-            base_url = %cfg.base_url, embedded = is_embedded,
-            "model for role {role}: {} {}{}", cfg.provider.as_str(), cfg.model,
-            if is_embedded { " (embedded, a tiny English model meant to show the system working)" } else { "" }
-        );
-    }
-}
-
-/// Says clearly, at start-up, which configured models do not answer.
-async fn check_models(config: &Config) {
-    for (role, cfg) in &config.ghost.llm {
-        let Ok(client) = LlmClient::new(cfg.clone(), None) else {
-            continue;
-        };
-        if let Err(e) = client.probe().await {
-            let hint = cfg.unreachable_hint();
-            tracing::warn!(
-                role = %role, base_url = %cfg.base_url, model = %cfg.model, error = %e,
-                "NO MODEL REACHABLE for role {role} at {}: work needing it fails with an `error` event until it answers ({hint})",
-                cfg.base_url
-            );
-        }
-    }
-}
-
-/// `ghost run model`: the embedded model server alone (no Postgres, no NATS).
-async fn serve_model(config: Config) -> Result<()> {
-    let _telemetry = ghost_shared::telemetry::init(
-        "ghost-model",
-        config.ghost.telemetry.otlp_endpoint.as_deref(),
-        config.ghost.telemetry.json_logs,
-    )?;
-    let handle = ghost_model::start(&config).await?;
-    if let Some(addr) = handle.addr {
-        println!(
-            "ghost: model {} serving http://{addr}/v1/chat/completions",
-            config.ghost.model.name
-        );
-    }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("shutting down"); Ok(()) }
-        _ = handle.wait() => bail!("the model server stopped unexpectedly"),
-    }
-}
-
-async fn serve(config: Config, services: &[ServiceName], name: &str) -> Result<()> {
-    // Listening from the start: a SIGTERM during start-up stops gracefully once started.
-    let mut stop = StopSignal::install();
-    let _telemetry = ghost_shared::telemetry::init(
-        &format!("ghost-{name}"),
-        config.ghost.telemetry.otlp_endpoint.as_deref(),
-        config.ghost.telemetry.json_logs,
-    )?;
-    require_infrastructure(&config).await?;
-    migrate(&config).await?;
-    log_model_choice(&config);
-    // The embedded model starts first, so the others find it answering.
-    let model = if services.contains(&ServiceName::Model) {
-        let handle = ghost_model::start(&config).await?;
-        if let Some(addr) = handle.addr {
-            println!(
-                "ghost: embedded model {} on http://{addr}",
-                config.ghost.model.name
-            );
-        }
-        Some(handle)
-    } else {
-        None
-    };
-    check_models(&config).await;
-    let others: Vec<ServiceName> = services
-        .iter()
-        .copied()
-        .filter(|s| *s != ServiceName::Model)
-        .collect();
-    let metrics_listen = config.ghost.telemetry.metrics_listen.clone();
-    let mut stack = start_stack(config, &others).await?;
-    stack.services.extend(model);
-    if let (Some(listen), false) = (metrics_listen, others.contains(&ServiceName::Gateway)) {
-        let metrics =
-            ghost::stack::serve_metrics(ghost::stack::metrics_address(&listen, services)?).await?;
-        if let Some(addr) = metrics.addr {
-            tracing::info!(%addr, "metrics listening");
-            println!("ghost: metrics on http://{addr}/metrics");
-        }
-        stack.services.push(metrics);
-    }
-    if let Some(addr) = stack.gateway_addr() {
-        tracing::info!(%addr, "gateway listening");
-        println!("ghost: gateway listening on http://{addr}");
-    }
-    tracing::info!(services = ?services.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "running");
-    let grace = Duration::from_secs(stack.ctx.config.ghost.bus.shutdown_grace_secs);
-    tokio::select! {
-        _ = stop.recv() => {}
-        _ = stack.wait_any() => bail!("a service stopped unexpectedly"),
-    }
-    // Graceful stop: no more pulls; what is in flight finishes or is handed back within the
-    // grace period; then the traces are flushed (the telemetry guard drops) and we exit 0.
-    tracing::info!(in_flight = ghost_shared::shutdown::in_flight(), "stopping");
-    ghost_shared::shutdown::request();
-    let deadline = tokio::time::Instant::now() + grace + Duration::from_secs(1);
-    while ghost_shared::shutdown::in_flight() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    stack.abort();
-    tracing::info!(left = ghost_shared::shutdown::in_flight(), "stopped");
-    Ok(())
-}
-
-/// SIGTERM (how service managers stop a process) or Ctrl-C.
-struct StopSignal {
-    #[cfg(unix)]
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl StopSignal {
-    /// Starts listening (a signal that arrives before [`Self::recv`] is kept).
-    fn install() -> Self {
-        Self {
-            #[cfg(unix)]
-            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// Resolves on SIGTERM or Ctrl-C.
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        if let Some(term) = &mut self.term {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// The runner of projection `name` on the configured store (migrated).
-async fn runner_for(name: &str) -> Result<ProjectionRunner> {
-    let config = load_config()?;
-    let Some(projection) = projection_by_name(name, &config) else {
-        bail!(
-            "unknown projection {name}; known: {}",
-            projection_names(&config).join(", ")
-        );
-    };
-    require_infrastructure(&config).await?;
-    let store = migrate(&config).await?;
-    let p = &config.ghost.projections;
-    Ok(ProjectionRunner::new(
-        store,
-        Arc::clone(&projection),
-        p.batch_size,
-        Duration::from_millis(p.poll_interval_ms),
-    ))
-}
-
-async fn rebuild(name: &str) -> Result<()> {
-    let runner = runner_for(name).await?;
-    let n = runner.rebuild().await?;
-    println!("rebuilt {name} from {n} events");
-    Ok(())
-}
-
-async fn retry_parked(name: &str) -> Result<()> {
-    let runner = runner_for(name).await?;
-    let outcome = runner.retry_parked().await?;
-    let (applied, left) = (outcome.applied.len(), outcome.still_parked.len());
-    println!("{name}: {applied} applied, {left} still parked");
-    if left > 0 {
-        let list: Vec<String> = outcome
-            .still_parked
-            .iter()
-            .map(|(id, error)| format!("  {id}: {error}"))
-            .collect();
-        bail!(
-            "{left} event(s) of {name} still parked:\n{}",
-            list.join("\n")
-        );
-    }
-    Ok(())
-}
-
-/// `ghost mood --now`: episodes on stdin, the mood as JSON on stdout. Constants come from
-/// the configuration (the seed's defaults when there is no configuration directory).
-fn mood_probe(now: f64) -> Result<()> {
-    let mut input = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin(), &mut input).context("reading stdin")?;
-    let constants = match Config::load_default() {
-        Ok(config) => config.ghost.mood.constants,
-        Err(ghost_shared::config::ConfigError::Read { .. }) => Default::default(),
-        Err(e) => return Err(e.into()),
-    };
-    let state = ghost_mood::mood::probe(&input, now, &constants)?;
-    println!("{}", serde_json::to_string(&state)?);
-    Ok(())
-}
-
-/// `ghost route`: the first routing stage for stdin, as JSON on stdout.
-/// `ghost route-report`: the corrected routes as one JSON object.
-async fn route_report(limit: i64) -> Result<()> {
-    let config = load_config()?;
-    require_infrastructure(&config).await?;
-    let store = migrate(&config).await?;
-    let report = ghost::route_report::report(store.pool(), limit).await?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
-    Ok(())
-}
-
-fn route_probe(local_only: bool, rules: Option<std::path::PathBuf>) -> Result<()> {
-    use std::io::Read;
-    let path = match rules {
-        Some(path) => path,
-        None => {
-            let config = Config::load_default()?;
-            config.resolve(&config.ghost.routing.rules_file)
-        }
-    };
-    let yaml = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let routing = ghost_router::routing::RoutingConfig::from_yaml(&yaml)
-        .with_context(|| format!("{} is not a valid routing file", path.display()))?;
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .context("stdin is not UTF-8 text")?;
-    let text = text.strip_suffix('\n').unwrap_or(&text);
-    let output = ghost_router::routing::probe(text, local_only, &routing.dictionary);
-    println!("{}", serde_json::to_string(&output)?);
-    Ok(())
-}
-
-/// `ghost mask`: stdin text masked with the rules file, as JSON.
-fn mask_probe(rules: Option<std::path::PathBuf>) -> Result<()> {
-    use std::io::Read;
-    let path = rules.unwrap_or_else(|| {
-        std::env::var_os(ghost_shared::config::CONFIG_DIR_ENV)
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::PathBuf::from("config"))
-            .join(ghost_shared::config::MASKING_FILE)
-    });
-    let masker = ghost_shared::masking::Masker::from_file(&path)?;
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .context("stdin is not UTF-8 text")?;
-    let text = text.strip_suffix('\n').unwrap_or(&text);
-    println!("{}", serde_json::to_string(&masker.mask(text))?);
-    Ok(())
 }
