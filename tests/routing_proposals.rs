@@ -9,6 +9,7 @@ mod support;
 use std::time::Duration;
 
 use ghost_router::projections::RoutingLog;
+use ghost_shared::bus::EventHandler;
 use ghost_shared::envelope::EventPayload;
 use ghost_shared::events::{
     JudgeRequested, LoopDecided, PersonaProposed, RenderRequested, WorkRequested,
@@ -93,6 +94,22 @@ async fn the_persona_proposes_and_the_loop_controller_decides() {
     assert_eq!(payload(&renders)["work_result"]["status"], "done");
     let replies = r.of_type("continue", "AssistantReplied").await;
     assert_eq!(replies.len(), 1, "one reply, after the second run");
+
+    // The judge request redelivered (to a second persona): judged once, nothing appended,
+    // the model not asked again.
+    let asked = r.requests(Kind::Proposal).len();
+    let stored = r.app.session_events("continue").await.len();
+    let persona =
+        ghost_persona::Renderer::new(r.app.env.context("persona").await.expect("persona context"))
+            .expect("renderer");
+    for _ in 0..2 {
+        persona
+            .handle(judged[0].clone())
+            .await
+            .expect("a redelivered judge request");
+    }
+    assert_eq!(r.requests(Kind::Proposal).len(), asked);
+    assert_eq!(r.app.session_events("continue").await.len(), stored);
 
     // reroute: once, to the proposed route.
     r.say("reroute", "/plan move-reroute").await;
