@@ -59,6 +59,7 @@ fn dashboard_metrics() -> Vec<(String, String)> {
     let dir = repo().join("deploy/grafana/dashboards");
     let mut found = Vec::new();
     let names = regex::Regex::new(r"ghost_[a-z_]+").expect("regex");
+    let labels = regex::Regex::new(r"by \([^)]*\)|\{[^}]*\}").expect("regex");
     for entry in std::fs::read_dir(&dir).expect("deploy/grafana/dashboards") {
         let path = entry.expect("entry").path();
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
@@ -76,8 +77,9 @@ fn dashboard_metrics() -> Vec<(String, String)> {
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
             for target in targets {
-                let expr = target["expr"].as_str().unwrap_or_default();
-                for m in names.find_iter(expr) {
+                // Label names (`by (ghost_instance)`, `{ghost_instance=~"…"}`) are no metrics.
+                let expr = labels.replace_all(target["expr"].as_str().unwrap_or_default(), "");
+                for m in names.find_iter(&expr) {
                     found.push((title.clone(), m.as_str().to_owned()));
                 }
             }
@@ -427,4 +429,65 @@ fn compose_cluster_profile_runs_two_of_every_service_on_three_nats_nodes() {
             );
         }
     }
+}
+
+/// The cluster's per-instance dashboard: on the cluster's Prometheus (a Grafana data source),
+/// every panel split by the `ghost_instance` label that deploy/prometheus-cluster.yml puts
+/// on every scrape target, and filtered by the dashboard's instance variable.
+#[test]
+fn the_instances_dashboard_shows_a_row_per_instance_of_the_cluster() {
+    let read = |p: &str| std::fs::read_to_string(repo().join(p)).expect(p);
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/dashboards/ghost-instances.json"))
+            .expect("JSON");
+    let sources: serde_norway::Value =
+        serde_norway::from_str(&read("deploy/grafana/provisioning/datasources/ghost.yml"))
+            .expect("YAML");
+    let cluster_source = sources["datasources"]
+        .as_sequence()
+        .expect("datasources")
+        .iter()
+        .find(|d| d["uid"].as_str() == Some("prometheus-cluster"))
+        .expect("a prometheus-cluster data source");
+    assert_eq!(
+        cluster_source["url"].as_str(),
+        Some("http://prometheus-cluster:9090")
+    );
+    let variable = &dashboard["templating"]["list"][0];
+    assert_eq!(variable["name"], "instance");
+    assert_eq!(variable["query"], "label_values(up, ghost_instance)");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 6, "{}", panels.len());
+    for panel in panels {
+        let title = &panel["title"];
+        assert_eq!(panel["datasource"]["uid"], "prometheus-cluster", "{title}");
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().unwrap_or_default();
+            assert!(expr.contains("by (ghost_instance"), "{title}: {expr}");
+            assert!(
+                expr.contains("ghost_instance=~\"$instance\""),
+                "{title}: {expr}"
+            );
+        }
+    }
+    // Every Ghost scrape target of the cluster's Prometheus carries the label the panels
+    // split by.
+    let config: serde_norway::Value =
+        serde_norway::from_str(&read("deploy/prometheus-cluster.yml")).expect("YAML");
+    let mut targets = 0;
+    let jobs = config["scrape_configs"].as_sequence().expect("jobs");
+    for job in jobs.iter().filter(|j| {
+        j["job_name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("ghost-"))
+    }) {
+        for group in job["static_configs"].as_sequence().expect("static_configs") {
+            targets += 1;
+            assert!(
+                group["labels"]["ghost_instance"].as_str().is_some(),
+                "{group:?} has no ghost_instance"
+            );
+        }
+    }
+    assert!(targets >= 14, "{targets} targets");
 }
