@@ -11,10 +11,12 @@
 //!   zero, never stalled: what cannot be applied is parked, see [`parking`]);
 //!   [`projections`]: the read models several services read (`assistant_text`);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices);
-//!   [`short_memory`]: which history lines a prompt gets beside the session's summary;
+//!   [`short_memory`]: which history lines a prompt gets beside the session's summary (both
+//!   from `ghost-domain`, the pure rules, re-exported here);
 //! - [`masking`]: secrets and personal data masked before logs or the cloud;
 //! - [`autonomy`]: action decisions, capability results, autonomy events and subjects;
-//! - [`affect`]: the affect trailer, mood constants and mood state (seed 004);
+//! - [`affect`]: the affect trailer, mood constants and mood state (seed 004; from
+//!   `ghost-domain`);
 //! - [`mood_api`]: the mood service's request/reply protocol on core NATS;
 //! - [`turn_stream`] / [`stage_signal`]: what travels on a turn's / a stage's core-NATS
 //!   subject;
@@ -35,7 +37,8 @@
 //!
 //! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
 
-pub mod affect;
+pub use ghost_domain::{affect, routing, short_memory};
+
 pub mod autonomy;
 pub mod bus;
 pub mod config;
@@ -56,9 +59,7 @@ pub mod net;
 pub mod parking;
 pub mod projections;
 pub mod projector;
-pub mod routing;
 pub mod service;
-pub mod short_memory;
 pub mod shutdown;
 pub mod spend;
 pub mod stage_signal;

@@ -1,0 +1,14 @@
+//! Ghost's pure domain rules: decisions on values, no I/O (no database, bus, network or
+//! file), so they are tested as plain functions and every service reads them the same way.
+//! `ghost-shared` re-exports each module at its old path (`ghost_shared::affect`, ...).
+//!
+//! - [`affect`]: the affect trailer a reply ends with, its labels and response policy,
+//!   mood constants and the mood state (seed 004);
+//! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices;
+//!   seed 002);
+//! - [`short_memory`]: which history lines a prompt gets beside the session's summary, so
+//!   no exchange falls between them.
+
+pub mod affect;
+pub mod routing;
+pub mod short_memory;

@@ -1,0 +1,83 @@
+//! The house's floors, from `cargo metadata`: the pure rules (`ghost-domain`) depend on no
+//! Ghost crate, `ghost-shared` on the rules only, no service crate on another service, and
+//! only tests and the `ghost` command reach the test doubles (`ghost-testkit`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Each workspace crate and the Ghost crates it depends on, by kind (`normal`, `dev`).
+fn ghost_dependencies() -> BTreeMap<String, Vec<(String, String)>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
+    assert!(out.status.success(), "{out:?}");
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter_map(|d| {
+                    let name = d["name"].as_str()?;
+                    let kind = d["kind"].as_str().unwrap_or("normal");
+                    name.starts_with("ghost")
+                        .then(|| (name.to_owned(), kind.to_owned()))
+                })
+                .collect();
+            (p["name"].as_str().expect("name").to_owned(), deps)
+        })
+        .collect()
+}
+
+#[test]
+fn no_arrow_runs_back_up_and_no_service_depends_on_another() {
+    let crates = ghost_dependencies();
+    let normal = |name: &str| -> BTreeSet<String> {
+        crates[name]
+            .iter()
+            .filter(|(_, kind)| kind == "normal")
+            .map(|(d, _)| d.clone())
+            .collect()
+    };
+    assert!(crates.contains_key("ghost-domain"), "{:?}", crates.keys());
+    assert_eq!(
+        normal("ghost-domain"),
+        BTreeSet::new(),
+        "the rules stand alone"
+    );
+    assert_eq!(
+        normal("ghost-shared"),
+        BTreeSet::from(["ghost-domain".to_owned()])
+    );
+    let services: Vec<&String> = crates
+        .keys()
+        .filter(|n| {
+            !["ghost", "ghost-domain", "ghost-shared", "ghost-testkit"].contains(&n.as_str())
+        })
+        .collect();
+    assert!(services.len() >= 8, "{services:?}");
+    for service in &services {
+        let deps = normal(service);
+        let others: Vec<&String> = deps.iter().filter(|d| services.contains(d)).collect();
+        assert!(others.is_empty(), "{service} depends on {others:?}");
+        assert!(
+            !deps.contains("ghost-testkit"),
+            "{service} depends on the test doubles"
+        );
+    }
+    assert!(!normal("ghost-testkit")
+        .iter()
+        .any(|d| services.contains(&d)));
+}
