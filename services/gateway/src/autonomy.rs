@@ -135,13 +135,12 @@ const REPLAYED_ACTIVITY: i64 = 50;
 /// (none, and a warning, when the store cannot be read: the live stream still works).
 async fn recent_activity(state: &AppState) -> Vec<Activity> {
     let persona = &state.ctx.config.ghost.persona.character;
-    let types: Vec<&str> = ActivityEvent::TYPES.to_vec();
     let read = state
         .ctx
         .store()
         .read_stream_tail_of_types(
             &autonomy_stream(persona),
-            &types,
+            ActivityEvent::TYPES,
             uuid::Uuid::nil(),
             REPLAYED_ACTIVITY,
         )
