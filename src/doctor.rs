@@ -129,6 +129,11 @@ pub fn config_failure(e: &ConfigError) -> Check {
     Check::fail("config", e.to_string(), fix)
 }
 
+/// Loads the configuration, as a `ghost doctor` line with its fix when it does not load.
+pub fn load_config() -> anyhow::Result<Config> {
+    Config::load_default().map_err(|e| anyhow::anyhow!("{}", config_failure(&e)))
+}
+
 /// PostgreSQL and NATS reachable (with the role and database); the commands that need them
 /// call this first and stop with its lines instead of failing deep inside.
 pub async fn require_infrastructure(config: &Config) -> anyhow::Result<()> {

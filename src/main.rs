@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use ghost::doctor::{self, require_infrastructure, Status};
-use ghost::serve::{migrate, serve, serve_model};
+use ghost::doctor::{self, load_config, require_infrastructure, Status};
+use ghost::serve::{migrate, run_command, serve, serve_model};
 use ghost::stack::ServiceName;
 use ghost::{probes, projections_cli};
 use ghost_shared::config::Config;
@@ -55,9 +55,6 @@ enum Command {
         #[arg(long)]
         now: f64,
     },
-    /// Drives chat turns through the whole pipeline against a fake model and reports
-    /// throughput and latency (see BENCHMARKS.md).
-    Load(ghost::load::LoadArgs),
     /// Routing probe: reads one message on stdin and prints the route the command and
     /// dictionary stages give it (no model call) as one JSON object.
     Route {
@@ -90,10 +87,6 @@ enum Command {
         #[command(subcommand)]
         command: AutonomyCommand,
     },
-    /// Drives autonomy ticks (decision, web_access, result, persona message) against a
-    /// zero-delay fake model and reports ticks per second and decision-to-message time
-    /// (see BENCHMARKS.md).
-    AutonomyLoad(ghost::autonomy_load::AutonomyLoadArgs),
     /// ActionDecision probe (seed 001).
     Decision {
         #[command(subcommand)]
@@ -109,36 +102,11 @@ enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
-    /// Seeds a private database with N utterances and measures recall's candidate
-    /// collection and the write plan's validation + apply (see BENCHMARKS.md).
-    MemoryBench(ghost::memory_bench::MemoryBenchArgs),
-    /// Seeds a private database and times forgetting a person (see BENCHMARKS.md).
-    ForgetBench(ghost::forget_bench::ForgetBenchArgs),
-    /// Seeds a long conversation and measures recall's quality per configuration (see BENCHMARKS.md).
-    RecallQuality(ghost::recall_quality::RecallQualityArgs),
     /// Recall (issue 12).
     Recall {
         #[command(subcommand)]
         command: RecallCommand,
     },
-    /// Drives stage runs through the persona's durable loop against a zero-delay fake model
-    /// and reports stage turns per second (see BENCHMARKS.md).
-    LoadStage(ghost::stage_load::StageLoadArgs),
-    /// Sends signed LINE webhooks from this process to a gateway in another and reports
-    /// acknowledgement latency (see BENCHMARKS.md, Webhooks).
-    WebhookLoad(ghost::webhook_load::WebhookLoadArgs),
-    /// Measures time to first token and prompt and generation tokens/s of an
-    /// OpenAI-compatible model server, e.g. `ghost run model` (see BENCHMARKS.md).
-    ModelBench(ghost::model_bench::ModelBenchArgs),
-    /// Chat turns through the whole pipeline on the embedded model, background work on:
-    /// time to first token beside the model's own, and each contract's answers (see
-    /// BENCHMARKS.md).
-    ReplyBench(ghost::reply_bench::ReplyBenchArgs),
-    /// Runs every service as its own process against fake platforms, SIGKILLs and restarts
-    /// random services during mixed HTTP, LINE and Slack traffic, and reports accepted,
-    /// answered once, lost and duplicated; exits non-zero when anything was lost or
-    /// duplicated (see BENCHMARKS.md, Chaos).
-    Chaos(ghost::chaos::ChaosArgs),
 }
 
 #[derive(Subcommand)]
@@ -199,19 +167,7 @@ enum ProjectionsCommand {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let result = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(anyhow::Error::from)
-        .and_then(|runtime| runtime.block_on(dispatch(cli.command)));
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            // The whole chain on one screen, never a backtrace.
-            eprintln!("ghost: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    run_command("ghost", dispatch(cli.command))
 }
 
 async fn dispatch(command: Command) -> Result<std::process::ExitCode> {
@@ -242,11 +198,6 @@ async fn run_doctor(roles: &[String]) -> std::process::ExitCode {
     }
 }
 
-/// Loads the configuration, as a `ghost doctor` line with its fix when it does not load.
-fn load_config() -> Result<Config> {
-    Config::load_default().map_err(|e| anyhow::anyhow!("{}", doctor::config_failure(&e)))
-}
-
 async fn run(command: Command) -> Result<()> {
     {
         match command {
@@ -273,10 +224,6 @@ async fn run(command: Command) -> Result<()> {
             Command::Projections {
                 command: ProjectionsCommand::Retry { name },
             } => projections_cli::retry_parked(&load_config()?, &name).await,
-            Command::Load(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::load::run(args).await
-            }
             Command::Events => {
                 print!("{}", ghost::events_table::markdown());
                 Ok(())
@@ -289,21 +236,12 @@ async fn run(command: Command) -> Result<()> {
             Command::Autonomy {
                 command: AutonomyCommand::Tick,
             } => probes::autonomy_tick(load_config()?).await,
-            Command::AutonomyLoad(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::autonomy_load::run(args).await
-            }
             Command::Decision {
                 command: DecisionCommand::Validate,
             } => ghost::probe::decision_validate(),
             Command::WritePlan {
                 command: WritePlanCommand::Apply { now },
             } => ghost::memory_probe::write_plan_apply(now),
-            // Its own database and configuration (like the tests'): PostgreSQL admin access
-            // from GHOST_TEST_ADMIN_DATABASE_URL, not the configured database.
-            Command::MemoryBench(args) => ghost::memory_bench::run(args).await,
-            Command::ForgetBench(args) => ghost::forget_bench::run(args).await,
-            Command::RecallQuality(args) => ghost::recall_quality::run(args).await,
             Command::Memory {
                 command: MemoryCommand::Export(args),
             } => {
@@ -321,24 +259,6 @@ async fn run(command: Command) -> Result<()> {
             Command::Recall {
                 command: RecallCommand::Plan,
             } => ghost::memory_probe::recall_plan(&load_config()?.ghost.memory),
-            Command::LoadStage(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::stage_load::run(args).await
-            }
-            Command::ModelBench(args) => ghost::model_bench::run(args).await,
-            // Its own database and configuration, like `ghost load`.
-            Command::ReplyBench(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::reply_bench::run(args).await
-            }
-            Command::WebhookLoad(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::webhook_load::run(args).await
-            }
-            Command::Chaos(args) => {
-                require_infrastructure(&load_config()?).await?;
-                ghost::chaos::run(args).await
-            }
         }
     }
 }

@@ -171,3 +171,24 @@ impl StopSignal {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+/// Runs a command's future on a new multi-threaded runtime and turns its result into the
+/// exit code: an error is printed as its whole chain on one line after `name`, never a
+/// backtrace.
+pub fn run_command<F>(name: &str, command: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<std::process::ExitCode>>,
+{
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(command));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -10,15 +10,13 @@ use std::time::Duration;
 use futures::future::join_all;
 use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::FakeLlm;
+use ghost_testkit::scenarios::local_then_code::{self, CODE_PASTE};
 use ghost_testkit::testing::eventually;
 use serde_json::{json, Value};
 use support::platforms::{line_text_event, slack_event, ChannelApp, BOT};
 
 /// Repetitions of each way of sending the pair (the issue's "Must show").
 const REPETITIONS: usize = 50;
-
-/// A code paste the rule dictionary routes to CODE (and Kuro is scripted to delegate).
-const CODE_PASTE: &str = "```rust\nfn main() {\n    println!(\"hi\");\n}\n```";
 
 /// Ghost with every service but the router in this process, two `ghost run router`
 /// processes, fake LINE and Slack, and a fake cloud that must never be called.
@@ -32,20 +30,15 @@ impl OrderApp {
     async fn spawn() -> OrderApp {
         let cloud = FakeLlm::start().await.expect("fake cloud");
         let cb = cloud.base_url();
-        let vars: Vec<(&str, &str)> = vec![
-            ("GHOST_ROUTING__RULES_FILE", "config/routing.yaml"),
-            ("GHOST_LLM__CODER__BASE_URL", &cb),
-            ("GHOST_LLM__CODER__MODEL", "cloud-model"),
-            ("GHOST_CLOUD_API_KEY", "cloud-test-key"),
-        ];
+        let vars = local_then_code::config(&cb);
         let services: Vec<ServiceName> = ServiceName::ALL
             .into_iter()
             .filter(|s| *s != ServiceName::Router)
             .collect();
         let c = ChannelApp::spawn_services(&services, &vars).await;
-        // Kuro and the classifier say CODE; `ghost chaos --cluster --order-pairs` scripts
-        // the same answers.
-        ghost::chaos_cluster::order::script(&c.app.llm, &cloud);
+        // Kuro and the classifier say CODE; `ghost-harness chaos --cluster --order-pairs`
+        // scripts the same answers.
+        local_then_code::script(&c.app.llm, &cloud);
         let routers = (0..2)
             .map(|_| c.app.spawn_child("router", &[("RUST_LOG", "error")]))
             .collect();

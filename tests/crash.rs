@@ -6,12 +6,12 @@ mod support;
 
 use std::time::Duration;
 
-use ghost::children::free_loopback_addr;
 use ghost::stack::ServiceName;
 use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided, UserMessageReceived};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::Script;
 use ghost_testkit::testing::eventually;
+use ghost_testkit::testing::free_loopback_addr;
 use support::platforms::{line_sign, line_text, ChannelApp};
 use support::{read_sse, TestApp, TOKEN};
 

@@ -1,6 +1,7 @@
 //! The house's floors, from `cargo metadata`: the pure rules (`ghost-domain`) depend on no
 //! Ghost crate, `ghost-shared` on the rules only, no service crate on another service, and
-//! only tests and the `ghost` command reach the test doubles (`ghost-testkit`).
+//! only tests and the harnesses (`ghost-harness`) reach the test doubles (`ghost-testkit`):
+//! not the services, not the `ghost` command.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +65,14 @@ fn no_arrow_runs_back_up_and_no_service_depends_on_another() {
     let services: Vec<&String> = crates
         .keys()
         .filter(|n| {
-            !["ghost", "ghost-domain", "ghost-shared", "ghost-testkit"].contains(&n.as_str())
+            ![
+                "ghost",
+                "ghost-domain",
+                "ghost-harness",
+                "ghost-shared",
+                "ghost-testkit",
+            ]
+            .contains(&n.as_str())
         })
         .collect();
     assert!(services.len() >= 8, "{services:?}");
@@ -80,4 +88,10 @@ fn no_arrow_runs_back_up_and_no_service_depends_on_another() {
     assert!(!normal("ghost-testkit")
         .iter()
         .any(|d| services.contains(&d)));
+    // The test doubles' one non-test dependent is the harness crate.
+    let reach_doubles: Vec<&String> = crates
+        .keys()
+        .filter(|n| normal(n).contains("ghost-testkit"))
+        .collect();
+    assert_eq!(reach_doubles, ["ghost-harness"], "non-test dependents");
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use ghost::stack::{start_stack, ServiceName};
-use ghost::stage_load::cast_model_overrides;
 use ghost_shared::events::{
     NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
+use ghost_testkit::scenarios::cast_model_overrides;
 use ghost_testkit::testing::{TestEnv, WORKER_MODEL};
 use serde_json::{json, Value};
 use support::stage::{connect, frames_until, is_active, send, speakers, stage_events, Ws};

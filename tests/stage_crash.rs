@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use ghost::stack::ServiceName;
-use ghost::stage_load::cast_model_overrides;
 use ghost_shared::events::{stage_stream, StageMemorySaved, StageSpoke};
 use ghost_testkit::fake_llm::{FakeLlm, Script};
+use ghost_testkit::scenarios::cast_model_overrides;
 use ghost_testkit::testing::{eventually, TestEnv};
 use serde_json::{json, Value};
 use support::{TestApp, TOKEN};

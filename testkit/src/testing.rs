@@ -53,8 +53,18 @@ impl TestEnv {
         TestEnv::on(&admin_url, &nats, llm_base_url, extra).await
     }
 
+    /// This environment's database URL with a role that does not exist: a command given it
+    /// must say so, not panic.
+    pub fn database_url_with_unknown_role(&self) -> String {
+        self.config
+            .ghost
+            .database
+            .url
+            .replacen("ghost:ghost@", "nosuchrole:x@", 1)
+    }
+
     /// [`TestEnv::new`] on the Postgres of `admin_url` and the NATS server at `nats`
-    /// (`ghost chaos --cluster` runs its own of both).
+    /// (`ghost-harness chaos --cluster` runs its own of both).
     pub async fn on(
         admin_url: &str,
         nats: &str,
@@ -398,4 +408,12 @@ pub fn embedded_model_overrides(
         }
     }
     vars
+}
+
+/// A free loopback address for a child's listener (`GHOST_GATEWAY__LISTEN`).
+pub fn free_loopback_addr() -> std::io::Result<String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    Ok(format!("127.0.0.1:{port}"))
 }

@@ -24,7 +24,7 @@ const BACKFILL_BATCH: i64 = 32;
 const BACKFILL_WINDOW: i64 = 2_000;
 
 /// Lowest cosine similarity a vector candidate needs. 0.25, not 0.3: with
-/// all-MiniLM-L6-v2, 3 of 28 English questions of `ghost recall-quality` had their best
+/// all-MiniLM-L6-v2, 3 of 28 English questions of `ghost-harness recall-quality` had their best
 /// evidence at 0.247–0.284 (paraphrases sit that low), and at 0.25 recall@12 rose from 0.96
 /// to 1.00 with nothing else worse; about 17 rather than 4 stored vectors in 1,300 pass per
 /// question, within the source's 40.

@@ -1,6 +1,6 @@
 //! The stored vectors, kept in the persona process (one cache per database and embedding
 //! model). Reading every vector in scope from Postgres per recall cost 15.7 s at 100,000
-//! utterances (`ghost memory-bench --vectors`); here a recall compares the message with
+//! utterances (`ghost-harness memory-bench --vectors`); here a recall compares the message with
 //! every cached vector in memory and asks Postgres only about the nearest ones, whose scope
 //! (whose memory, which conversation) and text it checks there. A row deleted since (a
 //! forgotten memory or person) stays in the cache until the process restarts, but never

@@ -1,4 +1,4 @@
-//! `ghost chaos --cluster`: the chaos run on a NATS cluster and two Ghost hosts, with the
+//! `ghost-harness chaos --cluster`: the chaos run on a NATS cluster and two Ghost hosts, with the
 //! faults of a deployment beyond one machine injected while messages are still being sent.
 //!
 //! On one machine, as root ([`net`]): three NATS servers with routes and JetStream (the
@@ -34,6 +34,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ghost_shared::service::ServiceContext;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
+use ghost_testkit::scenarios::local_then_code;
 use ghost_testkit::testing::TestEnv;
 use serde::Serialize;
 
@@ -113,7 +114,7 @@ impl LeftBehind {
     }
 }
 
-/// The report of `ghost chaos --cluster`.
+/// The report of `ghost-harness chaos --cluster`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterReport {
     /// The run's id (in its namespaces' and interfaces' names).
@@ -170,12 +171,12 @@ impl ClusterReport {
     }
 }
 
-/// Runs `ghost chaos --cluster` and prints the report; an error when it is not clean.
+/// Runs `ghost-harness chaos --cluster` and prints the report; an error when it is not clean.
 pub async fn run(args: ChaosArgs) -> Result<()> {
     let mut net = Net::new()?;
     let id = net.id.clone();
     eprintln!(
-        "ghost chaos --cluster: run {id} on {}.0/24 in {}",
+        "ghost-harness chaos --cluster: run {id} on {}.0/24 in {}",
         net.subnet,
         net.dir.display()
     );
@@ -309,8 +310,8 @@ async fn run_on(net: &mut Net, args: &ChaosArgs) -> Result<ClusterReport> {
     ];
     extra.extend(overrides(&lb, &sb));
     if args.order_pairs > 0 {
-        extra.extend(order::config(&cb));
-        order::script(&fakes.llm, &fakes.cloud);
+        extra.extend(local_then_code::config(&cb));
+        local_then_code::script(&fakes.llm, &fakes.cloud);
     } else {
         let marker = ghost_shared::affect::DEFAULT_TRAILER_MARKER;
         fakes.llm.set_default(Script::reply(&format!(
@@ -347,7 +348,9 @@ async fn run_on(net: &mut Net, args: &ChaosArgs) -> Result<ClusterReport> {
     for base in &bases {
         wait_ready(&client, base).await?;
     }
-    eprintln!("ghost chaos --cluster: 3 NATS servers (R3), {HOSTS} hosts of 7 services, up");
+    eprintln!(
+        "ghost-harness chaos --cluster: 3 NATS servers (R3), {HOSTS} hosts of 7 services, up"
+    );
     let result = if args.order_pairs > 0 {
         order::run(&env, &client, &bases, args.order_pairs, &fakes.cloud).await
     } else {
@@ -483,7 +486,7 @@ async fn drive(
             for (k, host) in hosts.iter().enumerate() {
                 for name in host.restart_exited().await.unwrap_or_default() {
                     eprintln!(
-                        "ghost chaos --cluster: host{} {name} exited; restarted",
+                        "ghost-harness chaos --cluster: host{} {name} exited; restarted",
                         k + 1
                     );
                     if let Ok(mut r) = restarted.lock() {
@@ -528,7 +531,7 @@ async fn drive(
             let what = inject(net, ctx, env, hosts, *fault, *target, hold).await?;
             let held = at.elapsed();
             eprintln!(
-                "ghost chaos --cluster: {fault:?} of {what} at {:.1} s, {:.1} s",
+                "ghost-harness chaos --cluster: {fault:?} of {what} at {:.1} s, {:.1} s",
                 (at - start).as_secs_f64(),
                 held.as_secs_f64()
             );
@@ -551,7 +554,7 @@ async fn drive(
             let (done, sent) = tokio::join!(injector, sending);
             let (done, sent) = (done?, sent?);
             eprintln!(
-                "ghost chaos --cluster: {} messages sent and {} faults in {:.1} s; waiting \
+                "ghost-harness chaos --cluster: {} messages sent and {} faults in {:.1} s; waiting \
                  for quiescence",
                 sent.len(),
                 done.len(),
@@ -719,13 +722,13 @@ fn print(report: &ClusterReport, args: &ChaosArgs) -> Result<()> {
     }
     if let Some(o) = &report.order {
         println!(
-            "ghost chaos --cluster --order-pairs: {} pairs ({} in one LINE webhook, {} back to \
+            "ghost-harness chaos --cluster --order-pairs: {} pairs ({} in one LINE webhook, {} back to \
              back), {} route decisions, {} without local_only, {} requests reached the cloud",
             o.pairs, o.batched, o.back_to_back, o.decisions, o.local_only_lost, o.cloud_calls
         );
     } else {
         println!(
-            "ghost chaos --cluster: {} NATS servers (R3), {} hosts, {} messages, {:.1} s, {} \
+            "ghost-harness chaos --cluster: {} NATS servers (R3), {} hosts, {} messages, {:.1} s, {} \
              resends, quiescent: {}, restarted by the supervisor: {:?}",
             report.nats_servers,
             report.hosts,

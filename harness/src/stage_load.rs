@@ -1,4 +1,4 @@
-//! `ghost load-stage`: durable stage turns per second. Starts the persona alone on a private
+//! `ghost-harness load-stage`: durable stage turns per second. Starts the persona alone on a private
 //! database and NATS stream, opens many stage runs at once by appending `StageUserInput`
 //! events, and counts the turns the durable loop takes (each turn: model call, one
 //! transaction with its three events, publish, next delivery) against a zero-delay fake model.
@@ -13,12 +13,13 @@ use ghost_shared::envelope::{EventMetadata, NewEvent};
 use ghost_shared::events::{stage_stream, StageUserInput};
 use ghost_shared::store::ExpectedVersion;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
+use ghost_testkit::scenarios::cast_model_overrides;
 use ghost_testkit::testing::TestEnv;
 
 use crate::children::Children;
-use crate::stack::{start_stack, ServiceName};
+use ghost::stack::{start_stack, ServiceName};
 
-/// Options of `ghost load-stage`.
+/// Options of `ghost-harness load-stage`.
 #[derive(Debug, Clone, Args)]
 pub struct StageLoadArgs {
     /// Stage runs measured (each on its own stage).
@@ -33,21 +34,6 @@ pub struct StageLoadArgs {
     /// The persona as its own `ghost run persona` process (as deployed), not in this one.
     #[arg(long)]
     pub processes: bool,
-}
-
-/// The overrides that point every character of the repository's cast at `base_url`.
-pub fn cast_model_overrides(base_url: &str, ids: &[&str]) -> Vec<(String, String)> {
-    let mut vars = Vec::new();
-    for id in ids {
-        let key = id.to_uppercase();
-        vars.push((format!("GHOST_LLM__{key}__PROVIDER"), "ollama".to_owned()));
-        vars.push((format!("GHOST_LLM__{key}__BASE_URL"), base_url.to_owned()));
-        vars.push((
-            format!("GHOST_LLM__{key}__MODEL"),
-            format!("{}-model", id.to_lowercase()),
-        ));
-    }
-    vars
 }
 
 /// Runs the load and prints the figure.
@@ -70,7 +56,7 @@ pub async fn run(args: StageLoadArgs) -> Result<()> {
     env.cleanup().await;
     let (turns, elapsed) = result?;
     println!(
-        "ghost load-stage: {} runs x {} turns = {turns} durable turns in {:.2} s, persona {}",
+        "ghost-harness load-stage: {} runs x {} turns = {turns} durable turns in {:.2} s, persona {}",
         args.runs,
         args.turns_per_run,
         elapsed.as_secs_f64(),

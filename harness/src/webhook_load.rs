@@ -1,4 +1,4 @@
-//! `ghost webhook-load`: measures how fast the gateway acknowledges signed LINE webhooks.
+//! `ghost-harness webhook-load`: measures how fast the gateway acknowledges signed LINE webhooks.
 //!
 //! This process is only the sender: N signed webhooks (one new text message each, so every
 //! one is verified, classified and durably appended) from `--concurrency` concurrent senders
@@ -17,7 +17,7 @@ use ghost_testkit::fake_llm::FakeLlm;
 use ghost_testkit::fake_platforms::FakeLine;
 use ghost_testkit::testing::{repo_config_dir, TestEnv};
 
-/// Options of `ghost webhook-load`.
+/// Options of `ghost-harness webhook-load`.
 #[derive(Debug, Clone, Args)]
 pub struct WebhookLoadArgs {
     /// Gateway base URL (e.g. http://127.0.0.1:8080); absent: start a private gateway child.
@@ -97,7 +97,7 @@ async fn with_own_gateway(args: &WebhookLoadArgs) -> Result<()> {
     let result = async {
         wait_ready(&url).await?;
         println!(
-            "ghost webhook-load: private gateway (pid {:?}) at {url}",
+            "ghost-harness webhook-load: private gateway (pid {:?}) at {url}",
             child.id()
         );
         measure(&url, OWN_SECRET, args).await
@@ -223,7 +223,7 @@ async fn measure(url: &str, secret: &str, args: &WebhookLoadArgs) -> Result<()> 
         lat.get(idx).copied().unwrap_or_default().as_secs_f64() * 1000.0
     };
     println!(
-        "ghost webhook-load: {} signed LINE webhooks, {} concurrent senders, offered {}, {:.2} s ({:.0} req/s)",
+        "ghost-harness webhook-load: {} signed LINE webhooks, {} concurrent senders, offered {}, {:.2} s ({:.0} req/s)",
         lat.len(),
         args.concurrency,
         args.rate.map_or("closed loop".to_string(), |r| format!("{r:.0}/s")),

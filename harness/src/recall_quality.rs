@@ -1,4 +1,4 @@
-//! `ghost recall-quality`: how well recall finds what it should (issue 35 item 6), on its
+//! `ghost-harness recall-quality`: how well recall finds what it should (issue 35 item 6), on its
 //! own database and NATS prefix (removed afterwards), from a fixed seed.
 //!
 //! It seeds a long conversation ([`corpus`]: 120 sessions over six simulated months by
@@ -38,7 +38,7 @@ use ghost_shared::store::EventStore;
 use ghost_persona::recall::vector::backfill;
 use measure::{Outcome, CONFIGS};
 
-/// Options of `ghost recall-quality`.
+/// Options of `ghost-harness recall-quality`.
 #[derive(Debug, Clone, Args)]
 pub struct RecallQualityArgs {
     /// Sessions to seed (at least 2 per fact plus 10 are made).

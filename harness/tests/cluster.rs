@@ -1,4 +1,4 @@
-//! Beyond one machine (issue 36): `ghost chaos --cluster` builds, as root, three NATS
+//! Beyond one machine (issue 36): `ghost-harness chaos --cluster` builds, as root, three NATS
 //! servers (JetStream, R3 streams) and two Ghost hosts each running every service in
 //! network namespaces, with a private Postgres. Faults come while messages are sent: the
 //! stream leader's NATS server SIGKILLed, a whole host SIGKILLed, a host cut off, Postgres
@@ -15,7 +15,7 @@ mod support;
 use std::sync::Mutex;
 
 use serde_json::Value;
-use support::cli::run_ghost;
+use support::run_harness;
 
 /// One cluster at a time.
 static CLUSTER: Mutex<()> = Mutex::new(());
@@ -29,17 +29,17 @@ fn require_root() {
     assert_eq!(
         uid, "0",
         "tests/cluster.rs builds network namespaces and must run as root (CI does); \
-         run `cargo test -p ghost --test cluster` as root"
+         run `cargo test -p ghost-harness --test cluster` as root"
     );
 }
 
-/// Runs `ghost chaos --cluster <args> --json` and checks the cleanup itself too.
+/// Runs `ghost-harness chaos --cluster <args> --json` and checks the cleanup itself too.
 fn cluster_run(args: &[&str]) -> (bool, Value, String) {
     require_root();
     let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let mut all = vec!["chaos", "--cluster", "--json"];
     all.extend_from_slice(args);
-    let (ok, report, stderr) = run_ghost(&all, b"");
+    let (ok, report, stderr) = run_harness(&all, b"");
     assert!(report.is_object(), "no JSON report; stderr: {stderr}");
     let id = report["run_id"].as_str().unwrap_or_default().to_owned();
     assert_eq!(id.len(), 6, "{report}");

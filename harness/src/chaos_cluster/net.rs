@@ -1,4 +1,4 @@
-//! The machine of `ghost chaos --cluster`, built with `ip` and kept by one owner.
+//! The machine of `ghost-harness chaos --cluster`, built with `ip` and kept by one owner.
 //!
 //! - A bridge in the root namespace (`gc<id>br`, `10.X.Y.1/24`) and one network namespace
 //!   per node: three NATS servers (`.11`–`.13`, routes between them, JetStream) and two
@@ -12,7 +12,7 @@
 //! Why Rust and not a script: one owner knows every name it made, and [`Net`]'s teardown
 //! runs on every way out: the end of the run, an error, a panic (`Drop`), SIGINT/SIGTERM
 //! (the caller's signal handler). Every child runs under `setpriv --pdeathsig KILL`, so a
-//! SIGKILLed `ghost chaos` takes its servers with it; what it leaves (namespaces, the
+//! SIGKILLed `ghost-harness chaos` takes its servers with it; what it leaves (namespaces, the
 //! bridge, the directory) is swept by the next run ([`sweep_stale`]): the namespaces carry
 //! the owner's pid.
 
@@ -75,12 +75,13 @@ impl Net {
         let uid = sh("id", &["-u"])?;
         if uid.trim() != "0" {
             bail!(
-                "ghost chaos --cluster needs root (network namespaces and veth pairs); \
+                "ghost-harness chaos --cluster needs root (network namespaces and veth pairs); \
                  run it as root"
             );
         }
-        sh("ip", &["netns", "list"]).context("ghost chaos --cluster needs iproute2 (ip)")?;
-        sh("setpriv", &["--version"]).context("ghost chaos --cluster needs setpriv")?;
+        sh("ip", &["netns", "list"])
+            .context("ghost-harness chaos --cluster needs iproute2 (ip)")?;
+        sh("setpriv", &["--version"]).context("ghost-harness chaos --cluster needs setpriv")?;
         let pg_bin = postgres_bindir()?;
         sweep_stale();
         let id = uuid::Uuid::new_v4().simple().to_string()[..6].to_owned();
@@ -436,7 +437,7 @@ fn remove_namespace(ns: &str) {
     let _ = sh("ip", &["netns", "del", ns]);
 }
 
-/// Removes what runs of a `ghost chaos --cluster` that no longer exists left behind (it
+/// Removes what runs of a `ghost-harness chaos --cluster` that no longer exists left behind (it
 /// was SIGKILLed): their namespaces, bridges and directories.
 pub fn sweep_stale() {
     let Ok(list) = sh("ip", &["netns", "list"]) else {
@@ -511,7 +512,7 @@ fn postgres_bindir() -> Result<PathBuf> {
             }
         }
     }
-    bail!("ghost chaos --cluster runs its own PostgreSQL: initdb and postgres not found")
+    bail!("ghost-harness chaos --cluster runs its own PostgreSQL: initdb and postgres not found")
 }
 
 /// Starts `cmd` with no input or output, killed when its handle is dropped.

@@ -1,4 +1,4 @@
-//! `ghost memory-bench`: the figures of BENCHMARKS.md's memory section. It seeds its own
+//! `ghost-harness memory-bench`: the figures of BENCHMARKS.md's memory section. It seeds its own
 //! database with `--events` utterances (and a tenth as many states), then measures recall's
 //! candidate collection (every source, in parallel) and the part of recall before the first
 //! token other than the selection model call (memory load + plan + collection), and the
@@ -18,7 +18,7 @@ use ghost_testkit::testing::TestEnv;
 use serde_json::json;
 use uuid::Uuid;
 
-/// Options of `ghost memory-bench`.
+/// Options of `ghost-harness memory-bench`.
 #[derive(Debug, Clone, Args)]
 pub struct MemoryBenchArgs {
     /// Utterances to seed (`assistant_text` rows; states are a tenth of it).

@@ -1,4 +1,4 @@
-//! `ghost chaos --cluster --order-pairs N`: per-conversation order across hosts. Each pair
+//! `ghost-harness chaos --cluster --order-pairs N`: per-conversation order across hosts. Each pair
 //! is `/local` then a code paste from one LINE user: half in one webhook, half as two
 //! webhooks back to back, the second through the other host's gateway. The router runs on
 //! both hosts. The dictionary (`config/routing.yaml`) and the fake classifier send the
@@ -10,19 +10,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use futures::future::join_all;
-use ghost_testkit::fake_llm::{FakeLlm, Script};
-use ghost_testkit::testing::{TestEnv, WORKER_MODEL};
+use ghost_testkit::fake_llm::FakeLlm;
+use ghost_testkit::scenarios::local_then_code::CODE_PASTE;
+use ghost_testkit::testing::TestEnv;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{ClusterReport, LeftBehind, HOSTS, NODES};
 use crate::chaos::{Counts, LINE_SECRET};
-
-/// A code paste the rule dictionary routes to CODE.
-const CODE_PASTE: &str = "```rust\nfn main() {\n    println!(\"hi\");\n}\n```";
-
-/// The worker's affect reflection.
-const NEUTRAL_AFFECT: &str = r#"{"reflection_text":"fine","partner_affect_label":"neutral","partner_affect_intensity":0.1,"salience":0.1,"confidence":0.9,"topic_tags":[]}"#;
 
 /// Figures of the order check.
 #[derive(Debug, Clone, Serialize)]
@@ -51,35 +46,6 @@ impl OrderFigures {
             && self.local_only_lost == 0
             && self.cloud_calls == 0
     }
-}
-
-/// The configuration of the check: the routing dictionary and the coder on the fake cloud.
-pub fn config(cloud_base: &str) -> [(&'static str, &str); 4] {
-    [
-        ("GHOST_ROUTING__RULES_FILE", "config/routing.yaml"),
-        ("GHOST_LLM__CODER__BASE_URL", cloud_base),
-        ("GHOST_LLM__CODER__MODEL", "cloud-model"),
-        ("GHOST_CLOUD_API_KEY", "cloud-test-key"),
-    ]
-}
-
-/// The model's answers: the classifier and Kuro say CODE, the worker reflects, the persona
-/// says "ok"; the cloud answers too (it must not be asked).
-pub fn script(llm: &FakeLlm, cloud: &FakeLlm) {
-    llm.set_responder(|r| {
-        let system = r.system_text().unwrap_or_default();
-        let text = if system.contains("decide whether you answer this")
-            || system.contains("You route one user message")
-        {
-            r#"{"route":"CODE","confidence":0.99,"reason":"code","evidence":["```rust"]}"#
-        } else if r.model.as_deref() == Some(WORKER_MODEL) {
-            NEUTRAL_AFFECT
-        } else {
-            "ok"
-        };
-        Script::chunks(vec![text])
-    });
-    cloud.set_responder(|_| Script::reply("cloud answer"));
 }
 
 fn line_event(id: &str, user: &str, text: &str) -> Value {

@@ -1,6 +1,6 @@
 //! Services as separate `ghost run <service>` child processes of this one, as they are
-//! deployed: what `ghost chaos` kills and restarts, and what `ghost load --processes` and
-//! `ghost load-stage --processes` measure.
+//! deployed: what `ghost-harness chaos` kills and restarts, and what `ghost-harness load --processes` and
+//! `ghost-harness load-stage --processes` measure.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -16,7 +16,7 @@ pub struct Children {
     procs: Mutex<HashMap<&'static str, tokio::process::Child>>,
     vars: Vec<(String, String)>,
     /// A command each child runs under (`setpriv ... ip netns exec <ns>` for a host of
-    /// `ghost chaos --cluster`); empty for a plain child.
+    /// `ghost-harness chaos --cluster`); empty for a plain child.
     wrapper: Vec<String>,
 }
 
@@ -156,12 +156,4 @@ pub async fn wait_ready(client: &reqwest::Client, base: &str) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     bail!("the gateway at {base} did not come up")
-}
-
-/// A free loopback address for a child's listener (`GHOST_GATEWAY__LISTEN`).
-pub fn free_loopback_addr() -> Result<String> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    Ok(format!("127.0.0.1:{port}"))
 }

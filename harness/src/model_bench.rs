@@ -1,4 +1,4 @@
-//! `ghost model-bench`: time to first token, prompt tokens/s and generation tokens/s of any
+//! `ghost-harness model-bench`: time to first token, prompt tokens/s and generation tokens/s of any
 //! OpenAI-compatible chat endpoint (the embedded model server, or another server on the
 //! same GGUF for comparison), over streamed requests with fresh prompts (no prompt cache).
 
@@ -9,7 +9,7 @@ use clap::Args;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-/// Options of `ghost model-bench`.
+/// Options of `ghost-harness model-bench`.
 #[derive(Debug, Clone, Args)]
 pub struct ModelBenchArgs {
     /// Server root, e.g. `http://127.0.0.1:8090/v1`.

@@ -1,11 +1,11 @@
-//! Recall quality (issue 35 item 6), small: `ghost recall-quality`'s core on a short
+//! Recall quality (issue 35 item 6), small: `ghost-harness recall-quality`'s core on a short
 //! conversation (54 sessions, four people, one a group; facts, corrections, small talk),
 //! real Postgres, the real all-MiniLM-L6-v2 served as `/v1/embeddings`. What must hold
 //! whatever the figures: no question is offered another person's memory under any
 //! configuration; with vectors, every corrected fact's newest form ranks before its old
 //! one; vectors find more English paraphrases than trigrams alone. No timing.
 
-use ghost::recall_quality::{embedding, report, run_in};
+use ghost_harness::recall_quality::{embedding, report, run_in};
 use ghost_testkit::testing::{embedding_model_dir, TestEnv};
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! `ghost forget-bench`: how long forgetting a person holds the store (BENCHMARKS.md,
+//! `ghost-harness forget-bench`: how long forgetting a person holds the store (BENCHMARKS.md,
 //! memory). It seeds its own database with `--events` events (user messages and the
 //! persona's replies, ten turns a conversation, each conversation one of `--people`
 //! people's), projects them into `assistant_text`, then times
@@ -17,7 +17,7 @@ use ghost_shared::projector::ProjectionRunner;
 use ghost_testkit::testing::TestEnv;
 use uuid::Uuid;
 
-/// Options of `ghost forget-bench`.
+/// Options of `ghost-harness forget-bench`.
 #[derive(Debug, Clone, Args)]
 pub struct ForgetBenchArgs {
     /// Events to seed (half user messages, half replies).

@@ -1,4 +1,4 @@
-//! `ghost autonomy-load`: deliberations per second and the time from a decision to its
+//! `ghost-harness autonomy-load`: deliberations per second and the time from a decision to its
 //! message being published. Starts the worker, persona and mood on a private database and
 //! NATS stream, appends many ticks at once, and follows `<prefix>.autonomy.message`: each
 //! tick is a deliberation (model call), an `ActionDecided`, a `web_access` search on the
@@ -20,9 +20,9 @@ use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::fake_search::{FakeHit, FakeSearch};
 use ghost_testkit::testing::{TestEnv, PERSONA_MODEL, WORKER_MODEL};
 
-use crate::stack::{start_stack, ServiceName};
+use ghost::stack::{start_stack, ServiceName};
 
-/// Options of `ghost autonomy-load`.
+/// Options of `ghost-harness autonomy-load`.
 #[derive(Debug, Clone, Args)]
 pub struct AutonomyLoadArgs {
     /// Ticks measured.
@@ -64,7 +64,7 @@ pub async fn run(args: AutonomyLoadArgs) -> Result<()> {
     latencies.sort();
     let pick = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
     println!(
-        "ghost autonomy-load: {} ticks (decision, web_access, result, render, message) in {:.2} s",
+        "ghost-harness autonomy-load: {} ticks (decision, web_access, result, render, message) in {:.2} s",
         args.ticks,
         elapsed.as_secs_f64()
     );

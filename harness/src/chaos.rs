@@ -1,4 +1,4 @@
-//! `ghost chaos`: every conversation service as its own `ghost run <service>` process on a
+//! `ghost-harness chaos`: every conversation service as its own `ghost run <service>` process on a
 //! private database and NATS stream, with the fake model and fake LINE and Slack APIs of
 //! `ghost-testkit`. Mixed HTTP, LINE and Slack messages are sent (each in its own
 //! conversation, so every answer can be attributed), random services are killed with
@@ -20,9 +20,10 @@ use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
 use ghost_testkit::testing::{pipeline_idle, TestEnv};
 use serde::Serialize;
 
-use crate::children::{free_loopback_addr, wait_ready, Children};
+use crate::children::{wait_ready, Children};
+use ghost_testkit::testing::free_loopback_addr;
 
-/// Options of `ghost chaos`.
+/// Options of `ghost-harness chaos`.
 #[derive(Debug, Clone, Args)]
 pub struct ChaosArgs {
     /// Messages to send (HTTP, LINE and Slack in turn).
@@ -314,7 +315,7 @@ async fn drive(
                     .kill_and_restart(service, Duration::from_millis(300))
                     .await?;
                 eprintln!(
-                    "ghost chaos: killed {service} ({} of {kills}){}",
+                    "ghost-harness chaos: killed {service} ({} of {kills}){}",
                     killed.len() + 1,
                     if done.load(Ordering::Relaxed) {
                         ", after the last message"
@@ -339,7 +340,7 @@ async fn drive(
     let sent = send_all(&traffic, args.concurrency, args.messages, |_| async {}).await?;
     sending_done.store(true, Ordering::Relaxed);
     eprintln!(
-        "ghost chaos: {} messages sent in {:.1} s; waiting for the kills and quiescence",
+        "ghost-harness chaos: {} messages sent in {:.1} s; waiting for the kills and quiescence",
         sent.len(),
         start.elapsed().as_secs_f64()
     );
@@ -674,7 +675,7 @@ fn print_report(report: &ChaosReport, args: &ChaosArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "ghost chaos: {} messages, {} kills ({}), {:.1} s, {} resends, quiescent: {}",
+        "ghost-harness chaos: {} messages, {} kills ({}), {:.1} s, {} resends, quiescent: {}",
         report.total.sent,
         report.kills.len(),
         report.kills.join(" "),

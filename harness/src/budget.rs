@@ -1,4 +1,4 @@
-//! `ghost load --budget`: where the time of a chat turn goes, hop by hop.
+//! `ghost-harness load --budget`: where the time of a chat turn goes, hop by hop.
 //!
 //! Three sources, all on this machine's one clock: the load generator's own times (request
 //! sent, first token, `done`), the `recorded_at` of the turn's events in the store (set by

@@ -1,4 +1,4 @@
-//! `ghost load`: drives N chat turns through the whole pipeline (gateway → router →
+//! `ghost-harness load`: drives N chat turns through the whole pipeline (gateway → router →
 //! persona → store → SSE) against a zero-delay fake model, and reports throughput and
 //! latency. It creates its own database and NATS stream and removes them afterwards. The
 //! services run in this process, or with `--processes` each as its own `ghost run
@@ -15,8 +15,9 @@ use ghost_testkit::fake_llm::{FakeLlm, Script};
 use ghost_testkit::testing::TestEnv;
 
 use crate::budget::{ClientTurn, SpanClock};
-use crate::children::{free_loopback_addr, wait_ready, Children};
-use crate::stack::{start_stack, ServiceName, Stack};
+use crate::children::{wait_ready, Children};
+use ghost::stack::{start_stack, ServiceName, Stack};
+use ghost_testkit::testing::free_loopback_addr;
 
 /// Where the services run.
 enum Services {
@@ -38,7 +39,7 @@ impl Services {
 /// The affect trailer the fake persona model appends to every reply.
 const AFFECT: &str = r#"{"reflection_text":"a friendly hello","partner_affect_label":"joy","partner_affect_intensity":0.4,"salience":0.3,"confidence":0.8,"topic_tags":["greeting"]}"#;
 
-/// Options of `ghost load`.
+/// Options of `ghost-harness load`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
     /// Turns to measure.
@@ -142,7 +143,7 @@ pub async fn run(args: LoadArgs) -> Result<()> {
     env.cleanup().await;
     let report = result?;
     println!(
-        "ghost load: {} turns, {} concurrent sessions, {:.2} s, services {}",
+        "ghost-harness load: {} turns, {} concurrent sessions, {:.2} s, services {}",
         report.turns,
         args.concurrency,
         report.elapsed.as_secs_f64(),

@@ -1,14 +1,14 @@
-//! Chaos (issue 10, item 9): `ghost chaos` runs every service as its own process, sends
+//! Chaos (issue 10, item 9): `ghost-harness chaos` runs every service as its own process, sends
 //! mixed HTTP, LINE and Slack messages, SIGKILLs and restarts services during the traffic,
 //! and every accepted message is answered exactly once.
 
 mod support;
 
-use support::cli::run_ghost;
+use support::run_harness;
 
 #[test]
 fn a_hundred_messages_through_three_kills_lose_and_duplicate_nothing() {
-    let (ok, report, stderr) = run_ghost(
+    let (ok, report, stderr) = run_harness(
         &[
             "chaos",
             "--messages",

@@ -1,4 +1,4 @@
-//! `ghost reply-bench`: the whole pipeline on the embedded model, as a newcomer runs it.
+//! `ghost-harness reply-bench`: the whole pipeline on the embedded model, as a newcomer runs it.
 //! Scripted turns go through `/api/chat` with every service (router with its classifier,
 //! recall, the persona, write plans and reflections in the background), and each turn's
 //! time to first token is set beside the model's own: the reply's final request, recorded
@@ -16,9 +16,9 @@ use ghost_testkit::model_recorder::{Exchange, Recorder};
 use ghost_testkit::testing::{embedded_model_overrides, TestEnv};
 use serde_json::Value;
 
-use crate::stack::{start_stack, ServiceName};
+use ghost::stack::{start_stack, ServiceName};
 
-/// Options of `ghost reply-bench`.
+/// Options of `ghost-harness reply-bench`.
 #[derive(Debug, Clone, Args)]
 pub struct ReplyBenchArgs {
     /// Chat turns, one after another in one conversation.
@@ -194,7 +194,7 @@ fn quantile(samples: &[Duration], q: f64) -> f64 {
 
 fn report(args: &ReplyBenchArgs, pipeline: &[Duration], own: &[Duration], xs: &[Exchange]) {
     println!(
-        "ghost reply-bench: {} turns on the embedded model ({} threads), background work on",
+        "ghost-harness reply-bench: {} turns on the embedded model ({} threads), background work on",
         args.turns, args.threads
     );
     println!(
