@@ -12,7 +12,7 @@ use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::Script;
 use ghost_testkit::testing::eventually;
 use ghost_testkit::testing::free_loopback_addr;
-use support::platforms::{line_sign, line_text, ChannelApp};
+use support::platforms::{line_sign, line_text, slack_event, slack_sign, ChannelApp, BOT};
 use support::{read_sse, TestApp, TOKEN};
 
 async fn wait_for_crash(child: &mut tokio::process::Child) {
@@ -278,5 +278,111 @@ async fn gateway_killed_after_a_webhook_commit_replies_once_after_the_redelivery
         .await
         .unwrap();
     assert_eq!(left, 0, "nothing committed stays unpublished");
+    c.cleanup().await;
+}
+
+/// POSTs a signed Slack event to the gateway at `addr` once it accepts connections.
+async fn post_slack_to(addr: &str, body: &str) -> reqwest::Response {
+    eventually(
+        Duration::from_secs(30),
+        "child gateway listening",
+        || async { tokio::net::TcpStream::connect(addr).await.ok().map(|_| ()) },
+    )
+    .await;
+    let ts = chrono::Utc::now().timestamp().to_string();
+    reqwest::Client::new()
+        .post(format!("http://{addr}/webhooks/slack"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", &ts)
+        .header("x-slack-signature", slack_sign(&ts, body))
+        .body(body.to_owned())
+        .send()
+        .await
+        .expect("slack webhook")
+}
+
+/// A Slack mention answered by a gateway child armed with `fault`, which aborts there; a
+/// healthy gateway then takes the reply's redelivery. Short bounds: the redelivery comes
+/// after 4 s, and an earlier post attempt cannot post 4.1 s after its marker.
+async fn slack_reply_after_gateway_crash(fault: &str) -> ChannelApp {
+    let others: Vec<ServiceName> = ServiceName::ALL
+        .into_iter()
+        .filter(|s| *s != ServiceName::Gateway)
+        .collect();
+    let quick = [
+        ("GHOST_BUS__ACK_WAIT_SECS", "4"),
+        ("GHOST_SLACK__REQUEST_TIMEOUT_SECS", "1"),
+    ];
+    let c = ChannelApp::spawn_services(&others, &quick).await;
+    c.app.reply(Script::reply("posted once"));
+    let doomed_addr = free_loopback_addr().unwrap();
+    let mut doomed = c.app.spawn_child(
+        "gateway",
+        &[
+            ("GHOST_FAULTS", fault),
+            ("GHOST_GATEWAY__LISTEN", &doomed_addr),
+        ],
+    );
+    let body = slack_event(
+        "Ev-crash",
+        serde_json::json!({"type": "app_mention", "user": "U7", "text": format!("<@{BOT}> hi"),
+               "ts": "1700000001.000100", "channel": "C1"}),
+    );
+    assert_eq!(post_slack_to(&doomed_addr, &body).await.status(), 200);
+    wait_for_crash(&mut doomed).await;
+    c.wait_events("ReplyAttempted", 1).await;
+    let healthy_addr = free_loopback_addr().unwrap();
+    let healthy = c
+        .app
+        .spawn_child("gateway", &[("GHOST_GATEWAY__LISTEN", &healthy_addr)]);
+    c.wait_events("ReplyDelivered", 1).await;
+    // Time for a second post, were one coming.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(healthy);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_killed_between_the_slack_marker_and_its_post_posts_once_on_the_redelivery() {
+    let c = slack_reply_after_gateway_crash("gateway.after_attempt_marked").await;
+    let d = c.slack.deliveries();
+    assert_eq!(d.len(), 1, "exactly one post: {d:?}");
+    assert_eq!(d[0].texts, vec!["posted once".to_string()]);
+    assert_eq!(d[0].thread_ts.as_deref(), Some("1700000001.000100"));
+    assert!(c.events_of("ReplyFailed").await.is_empty());
+    // The healthy gateway looked for the earlier attempt's post before posting.
+    let calls = c.slack.calls();
+    let read = calls
+        .iter()
+        .position(|k| k.path == "/api/conversations.replies")
+        .expect("the thread was read");
+    let posted = calls
+        .iter()
+        .position(|k| k.path == "/api/chat.postMessage")
+        .expect("posted");
+    assert!(read < posted, "read before posting");
+    // The post carries the reply's id, by which a later attempt finds it.
+    let reply = &c.events_of("ReplyDelivered").await[0];
+    assert_eq!(
+        calls[posted].body["metadata"]["event_payload"]["reply_event_id"],
+        reply["reply_event_id"]
+    );
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_killed_after_its_slack_post_finds_it_and_does_not_post_again() {
+    let c = slack_reply_after_gateway_crash("gateway.before_delivery_outcome").await;
+    assert_eq!(
+        c.slack.deliveries().len(),
+        1,
+        "the one post before the crash"
+    );
+    assert!(c.events_of("ReplyFailed").await.is_empty());
+    let delivered = &c.events_of("ReplyDelivered").await[0];
+    assert_eq!(
+        delivered["calls"],
+        serde_json::json!(["conversations.replies"])
+    );
     c.cleanup().await;
 }

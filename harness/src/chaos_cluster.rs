@@ -144,7 +144,7 @@ pub struct ClusterReport {
     pub quiescent: bool,
     /// Messages lost, duplicated or not accepted.
     pub problems: Vec<String>,
-    /// For each lost or duplicated HTTP message, its conversation's events as stored
+    /// For each lost or duplicated message (HTTP, LINE, Slack), its conversation's events as stored
     /// (`type@version`), to see where it stopped.
     pub problem_events: HashMap<String, Vec<String>>,
     /// The order check (`--order-pairs`), instead of the faults.
@@ -590,14 +590,24 @@ async fn drive(
     let mut problem_events = HashMap::new();
     let store = env.store().await;
     for ((i, s), a) in sent.iter().zip(&answers) {
-        if s.channel == crate::chaos::Channel::Http && s.accepted && *a != 1 {
-            let session = Message::session(&run, *i);
+        if s.accepted && *a != 1 {
+            // The conversation's stream: the HTTP session, or the LINE user's or Slack
+            // channel's (`session:line:U…`, `session:slack:C…`).
+            let (kind, key) = match s.channel {
+                crate::chaos::Channel::Http => ("http", Message::session(&run, *i)),
+                crate::chaos::Channel::Line => ("line", Message::line_user(&run, *i)),
+                crate::chaos::Channel::Slack => ("slack", Message::slack_channel(&run, *i)),
+            };
+            let pattern = match s.channel {
+                crate::chaos::Channel::Http => ghost_shared::envelope::session_stream(&key),
+                _ => format!("%:{key}%"),
+            };
             let events: Vec<(String, i32)> = sqlx::query_as(
                 "SELECT event_type || CASE WHEN event_type LIKE '%Failed' \
                  THEN ' ' || left(payload::text, 300) ELSE '' END, version \
-                 FROM events WHERE stream = $1 ORDER BY version",
+                 FROM events WHERE stream LIKE $1 ORDER BY position",
             )
-            .bind(ghost_shared::envelope::session_stream(&session))
+            .bind(pattern)
             .fetch_all(store.pool())
             .await
             .unwrap_or_default();
@@ -605,7 +615,7 @@ async fn drive(
                 .into_iter()
                 .map(|(t, v)| format!("{t}@{v}"))
                 .collect();
-            problem_events.insert(format!("http:{i}"), events);
+            problem_events.insert(format!("{kind}:{i}"), events);
         }
     }
     let mut figures = Vec::new();

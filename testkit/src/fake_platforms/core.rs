@@ -97,6 +97,9 @@ pub(super) struct State {
     pub streamed: HashMap<String, (u64, String)>,
     pub served: HashMap<String, Arc<std::sync::atomic::AtomicU64>>,
     pub next_ts: u64,
+    /// The fake Slack's posted messages as its history answers them (`channel`, `ts`,
+    /// `thread_ts`, `text`, `metadata`).
+    pub slack_messages: Vec<Value>,
     /// The user id the fake Slack's `auth.test` answers (None: `invalid_auth`).
     pub bot_user_id: Option<String>,
 }

@@ -1,8 +1,12 @@
-//! Fake Slack Web API: `chat.postMessage`, `auth.test`, and shared files under
-//! `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot token).
+//! Fake Slack Web API: `chat.postMessage`, `auth.test`, `conversations.replies` and
+//! `conversations.history` (what it posted, with the posts' metadata), and shared files
+//! under `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot
+//! token).
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -13,6 +17,10 @@ use super::core::{Delivery, Fake, Scripted, Shared};
 
 /// Path of `chat.postMessage`.
 const POST_MESSAGE: &str = "/api/chat.postMessage";
+/// Path of `conversations.replies`.
+const REPLIES: &str = "/api/conversations.replies";
+/// Path of `conversations.history`.
+const HISTORY: &str = "/api/conversations.history";
 /// Path of `auth.test`.
 const AUTH_TEST: &str = "/api/auth.test";
 /// The bot user id `auth.test` answers unless told otherwise.
@@ -35,6 +43,8 @@ impl FakeSlack {
         let routes = Router::new()
             .route(POST_MESSAGE, post(post_message))
             .route(AUTH_TEST, post(auth_test))
+            .route(REPLIES, get(replies))
+            .route(HISTORY, get(history))
             .route("/files-pri/{id}/{name}", get(file));
         let fake = Fake::start(routes).await?;
         fake.shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
@@ -57,6 +67,13 @@ impl FakeSlack {
     /// The `url_private_download` of file `id`.
     pub fn file_url(&self, id: &str) -> String {
         format!("{}/files-pri/{id}/image.png", self.base_url())
+    }
+
+    /// Scripts the next answer of `conversations.replies` / `conversations.history`
+    /// (`Scripted::fail(403)`: `missing_scope`).
+    pub fn script_history(&self, s: Scripted) {
+        self.script(REPLIES, s.clone());
+        self.script(HISTORY, s);
     }
 
     /// Scripts the next answer of `chat.postMessage`.
@@ -112,6 +129,10 @@ async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) 
             let str_field = |k: &str| parsed.get(k).and_then(Value::as_str).map(str::to_owned);
             st.next_ts += 1;
             let ts = format!("1700000000.{:06}", st.next_ts);
+            st.slack_messages.push(json!({
+                "channel": str_field("channel"), "ts": ts, "thread_ts": str_field("thread_ts"),
+                "text": str_field("text"), "metadata": parsed.get("metadata"),
+            }));
             st.deliveries.push(Delivery {
                 endpoint: "chat.postMessage",
                 to: str_field("channel").unwrap_or_default(),
@@ -139,6 +160,69 @@ async fn post_message(State(s): State<Shared>, headers: HeaderMap, body: Bytes) 
         r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
+}
+
+/// `conversations.replies`: the posts in thread `ts` of `channel` (the parent is not
+/// kept), with their metadata when `include_all_metadata` is true.
+async fn replies(
+    State(s): State<Shared>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let thread = q.get("ts").cloned();
+    read_messages(&s, REPLIES, &q, &headers, |m| {
+        thread.is_some() && m["thread_ts"].as_str() == thread.as_deref()
+    })
+}
+
+/// `conversations.history`: the posts in `channel` outside threads.
+async fn history(
+    State(s): State<Shared>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    read_messages(&s, HISTORY, &q, &headers, |m| m["thread_ts"].is_null())
+}
+
+fn read_messages(
+    s: &Shared,
+    path: &str,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    keep: impl Fn(&Value) -> bool,
+) -> Response {
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let script = s.next_script(path);
+    let with_metadata = q.get("include_all_metadata").map(String::as_str) == Some("true");
+    let channel = q.get("channel").cloned().unwrap_or_default();
+    let response = match script {
+        _ if !authorized => json!({"ok": false, "error": "invalid_auth"}),
+        Some(sc) if sc.status == 403 => json!({"ok": false, "error": "missing_scope"}),
+        _ => {
+            let messages: Vec<Value> = s
+                .lock()
+                .slack_messages
+                .iter()
+                .filter(|m| m["channel"].as_str() == Some(channel.as_str()) && keep(m))
+                .map(|m| {
+                    let mut m = m.clone();
+                    if !with_metadata {
+                        m["metadata"] = Value::Null;
+                    }
+                    m
+                })
+                .collect();
+            json!({"ok": true, "messages": messages, "has_more": false,
+                   "response_metadata": {"next_cursor": ""}})
+        }
+    };
+    // The query, recorded as the call's body.
+    let query = serde_json::to_vec(q).unwrap_or_default();
+    s.record(path, headers, &query, 200);
+    Json(response).into_response()
 }
 
 /// A shared file's bytes, for a request with a bot token (Slack answers others with a login

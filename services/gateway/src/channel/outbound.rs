@@ -6,6 +6,7 @@
 //! derives from the reply; finding it already stored means an earlier attempt may have gone
 //! through, and the call is not blindly made again.
 
+use chrono::{DateTime, Utc};
 use ghost_shared::bus::HandlerError;
 use ghost_shared::envelope::{session_stream, NewEvent, RecordedEvent};
 use ghost_shared::events::{Channel, ReplyAttempted};
@@ -62,6 +63,20 @@ impl Outbound<'_> {
     /// whether an earlier attempt had already recorded it (so that call may have gone
     /// through).
     pub async fn mark_attempt(&self, channel: Channel) -> Result<bool, HandlerError> {
+        Ok(self.mark_attempt_at(channel).await?.is_some())
+    }
+
+    /// [`Self::mark_attempt`], with when the earlier attempt recorded its marker (`None`:
+    /// this is the first attempt).
+    ///
+    /// The marker is committed, not published before the call: nothing consumes it, the
+    /// outbox relay publishes it, and a call that waited for the bus's acknowledgement (up
+    /// to its timeout while a stream elects a leader) would widen the moment in which a
+    /// crash leaves a marker and no call.
+    pub async fn mark_attempt_at(
+        &self,
+        channel: Channel,
+    ) -> Result<Option<DateTime<Utc>>, HandlerError> {
         let marker = ReplyAttempted {
             session_id: self.session_id.to_owned(),
             channel,
@@ -71,10 +86,14 @@ impl Outbound<'_> {
             .map_err(HandlerError::permanent)?;
         let outcome = self
             .ctx
-            .log
+            .store()
             .append(&session_stream(self.session_id), ExpectedVersion::Any, &[e])
             .await
             .map_err(HandlerError::transient)?;
-        Ok(outcome.duplicate)
+        ghost_shared::fault::point("gateway.after_attempt_marked");
+        Ok(outcome
+            .duplicate
+            .then(|| outcome.events.first().map(|e| e.recorded_at))
+            .flatten())
     }
 }

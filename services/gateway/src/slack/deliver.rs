@@ -1,5 +1,6 @@
 //! Sending one reply (or autonomy message) to Slack with `chat.postMessage`, in the thread
-//! when there is one.
+//! when there is one. Each post carries the reply's id as metadata; a delivery that finds
+//! an earlier attempt's marker looks for that post before posting (`lookup.rs`).
 
 use std::time::Duration;
 
@@ -9,6 +10,8 @@ use ghost_shared::bus::HandlerError;
 use ghost_shared::config::{Secret, SlackSettings};
 use ghost_shared::events::Channel;
 
+use super::history::ReplyMetadata;
+use super::lookup::{find_earlier_post, EarlierPost};
 use crate::channel::{DeliveryOutcome, Outbound};
 use crate::slack::{
     post_message_body, PostDecision, PostOutcome, PostRetryPolicy, POST_MESSAGE_PATH,
@@ -29,22 +32,32 @@ pub(super) async fn deliver(
             "GHOST_SLACK_BOT_TOKEN is not set",
         ));
     };
-    let body = match post_message_body(channel, thread_ts, text) {
+    let mut body = match post_message_body(channel, thread_ts, text) {
         Ok(b) => b,
         Err(e) => return Ok(DeliveryOutcome::failed("invalid", e.to_string())),
     };
-    // chat.postMessage has no idempotency key: an earlier attempt may have posted.
-    if out.mark_attempt(Channel::Slack).await? {
-        return Ok(DeliveryOutcome::failed(
-            "outcome_unknown",
-            "an earlier attempt may have posted; not posting again",
-        ));
-    }
+    body.metadata = Some(ReplyMetadata::of(out.cause.event_id));
     let policy = PostRetryPolicy {
         max_attempts: s.max_attempts,
         default_delay: Duration::from_millis(s.retry_default_delay_ms),
         max_retry_after: Duration::from_secs(s.max_retry_after_secs),
     };
+    // chat.postMessage has no idempotency key: an earlier attempt may have posted.
+    if let Some(marked_at) = out.mark_attempt_at(Channel::Slack).await? {
+        match find_earlier_post(s, token, out, (channel, thread_ts), marked_at).await? {
+            EarlierPost::Found(read) => return Ok(DeliveryOutcome::Delivered(vec![read])),
+            EarlierPost::Absent => info!(
+                reply = %out.cause.event_id,
+                "the earlier attempt did not post; posting"
+            ),
+            EarlierPost::Unknown(why) => {
+                return Ok(DeliveryOutcome::failed(
+                    "outcome_unknown",
+                    format!("an earlier attempt may have posted ({why}); not posting again"),
+                ))
+            }
+        }
+    }
     let url = format!("{}{POST_MESSAGE_PATH}", s.api_base.trim_end_matches('/'));
     let mut attempts = 0;
     loop {

@@ -5,11 +5,14 @@
 //! Exactly-once shape: inbound, a turn's durable dedup key is the message identity
 //! (`channel` + `ts`), which absorbs both Slack's retries and the `app_mention`/`message`
 //! double delivery of one mention; outbound, `post` retries only when Slack certainly did not
-//! post, because `chat.postMessage` has no idempotency key.
+//! post, because `chat.postMessage` has no idempotency key, and a later attempt first looks
+//! for the earlier one's post by its metadata (`history`).
 
 pub mod classify;
 mod deliver;
+pub mod history;
 pub mod identity;
+mod lookup;
 mod platform;
 pub mod post;
 pub mod signature;

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::slack::history::ReplyMetadata;
+
 /// Path of the Web API method (relative to the configurable base URL).
 pub const POST_MESSAGE_PATH: &str = "/api/chat.postMessage";
 
@@ -25,6 +27,10 @@ pub struct PostMessage {
     pub thread_ts: Option<String>,
     /// Text with `&`, `<`, `>` escaped.
     pub text: String,
+    /// Which reply the post delivers, so that a later attempt can find it
+    /// ([`crate::slack::history`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ReplyMetadata>,
 }
 
 /// Why a body could not be built.
@@ -73,6 +79,7 @@ pub fn post_message_body(
         channel: channel.to_owned(),
         thread_ts: thread_ts.filter(|t| !t.is_empty()).map(str::to_owned),
         text: escape(text),
+        metadata: None,
     })
 }
 
