@@ -62,6 +62,12 @@ pub struct ChaosArgs {
     /// count requests that reach the cloud.
     #[arg(long, default_value_t = 0)]
     pub order_pairs: usize,
+    /// With `--cluster`: instead of the fault run, drive this many HTTP chat turns from
+    /// `--concurrency` clients spread over both hosts' gateways (a tenth more first,
+    /// unmeasured) and report turns per second and latency, as `ghost-harness load` does on
+    /// one host.
+    #[arg(long, default_value_t = 0)]
+    pub throughput_turns: usize,
 }
 
 /// The services killed and restarted (every conversation service of `ghost up` but the

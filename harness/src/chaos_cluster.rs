@@ -24,6 +24,7 @@
 
 mod net;
 pub mod order;
+pub mod throughput;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -149,11 +150,37 @@ pub struct ClusterReport {
     pub problem_events: HashMap<String, Vec<String>>,
     /// The order check (`--order-pairs`), instead of the faults.
     pub order: Option<order::OrderFigures>,
+    /// Chat turns per second on the cluster (`--throughput-turns`), instead of the faults.
+    pub throughput: Option<throughput::ThroughputFigures>,
     /// What the cleanup left.
     pub left_behind: LeftBehind,
 }
 
 impl ClusterReport {
+    /// The report of a check run instead of the faults (order, throughput), which fills
+    /// in its own figures.
+    fn check(elapsed: Duration) -> Self {
+        ClusterReport {
+            run_id: String::new(),
+            nats_servers: NODES,
+            hosts: HOSTS,
+            total: Counts::default(),
+            http: Counts::default(),
+            line: Counts::default(),
+            slack: Counts::default(),
+            faults: Vec::new(),
+            resends: 0,
+            supervisor_restarts: Vec::new(),
+            elapsed_secs: elapsed.as_secs_f64(),
+            quiescent: true,
+            problems: Vec::new(),
+            problem_events: HashMap::new(),
+            order: None,
+            throughput: None,
+            left_behind: LeftBehind::default(),
+        }
+    }
+
     /// Nothing lost, duplicated or refused, every fault recovered, nothing left behind, and
     /// (for the order check) nothing reached the cloud.
     pub fn clean(&self) -> bool {
@@ -351,7 +378,9 @@ async fn run_on(net: &mut Net, args: &ChaosArgs) -> Result<ClusterReport> {
     eprintln!(
         "ghost-harness chaos --cluster: 3 NATS servers (R3), {HOSTS} hosts of 7 services, up"
     );
-    let result = if args.order_pairs > 0 {
+    let result = if args.throughput_turns > 0 {
+        throughput::run(&env, &client, &bases, args).await
+    } else if args.order_pairs > 0 {
         order::run(&env, &client, &bases, args.order_pairs, &fakes.cloud).await
     } else {
         drive(net, &env, &ctx, args, &fakes, &hosts, &client, &bases).await
@@ -665,6 +694,7 @@ async fn drive(
         problems: base.problems,
         problem_events,
         order: None,
+        throughput: None,
         left_behind: LeftBehind::default(),
     })
 }
@@ -730,7 +760,13 @@ fn print(report: &ClusterReport, args: &ChaosArgs) -> Result<()> {
         println!("{}", serde_json::to_string(report)?);
         return Ok(());
     }
-    if let Some(o) = &report.order {
+    if let Some(t) = &report.throughput {
+        println!(
+            "ghost-harness chaos --cluster --throughput-turns: {} turns, {} clients over {} \
+             hosts: {:.0} turns/s; request -> done p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
+            t.turns, t.concurrency, report.hosts, t.turns_per_sec, t.p50_ms, t.p90_ms, t.p99_ms
+        );
+    } else if let Some(o) = &report.order {
         println!(
             "ghost-harness chaos --cluster --order-pairs: {} pairs ({} in one LINE webhook, {} back to \
              back), {} route decisions, {} without local_only, {} requests reached the cloud",

@@ -194,14 +194,47 @@ async fn turns(
     addr: &str,
     run_id: &str,
 ) -> Result<LoadReport> {
-    let url = format!("http://{addr}/api/chat");
     let token = crate::chaos::api_token(env)?;
+    let plan = TurnPlan {
+        concurrency: args.concurrency,
+        warmup: args.warmup,
+        turns: args.turns,
+    };
+    chat_turns(client, &[format!("http://{addr}")], &token, plan, run_id).await
+}
+
+/// How many chat turns, from how many clients.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnPlan {
+    /// Concurrent clients, each its own session, one turn at a time.
+    pub concurrency: usize,
+    /// Unmeasured turns first.
+    pub warmup: usize,
+    /// Measured turns.
+    pub turns: usize,
+}
+
+/// Drives `plan`'s chat turns over HTTP/SSE against the gateways at `bases` (client `w`
+/// talks to `bases[w % len]`, as a load balancer would spread sessions) and measures
+/// request → `done`.
+pub async fn chat_turns(
+    client: &reqwest::Client,
+    bases: &[String],
+    token: &str,
+    plan: TurnPlan,
+    run_id: &str,
+) -> Result<LoadReport> {
+    if bases.is_empty() {
+        bail!("no gateway to send to");
+    }
+    let urls: Vec<String> = bases.iter().map(|b| format!("{b}/api/chat")).collect();
+    let token = token.to_owned();
     let phase = |turns: usize, tag: &'static str| {
         let next = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..args.concurrency.max(1))
+        let workers: Vec<_> = (0..plan.concurrency.max(1))
             .map(|w| {
-                let (client, url, token, next) =
-                    (client.clone(), url.clone(), token.clone(), next.clone());
+                let url = urls[w % urls.len()].clone();
+                let (client, token, next) = (client.clone(), token.clone(), next.clone());
                 let session = format!("{tag}-{run_id}-{w}");
                 tokio::spawn(async move {
                     let mut latencies = Vec::new();
@@ -263,8 +296,8 @@ async fn turns(
             Ok::<_, anyhow::Error>((start.elapsed(), all, clients))
         }
     };
-    phase(args.warmup, "warm").await?;
-    let (elapsed, mut latencies, clients) = phase(args.turns, "load").await?;
+    phase(plan.warmup, "warm").await?;
+    let (elapsed, mut latencies, clients) = phase(plan.turns, "load").await?;
     latencies.sort();
     Ok(LoadReport {
         turns: latencies.len(),

@@ -69,9 +69,6 @@ fn cluster_run(args: &[&str]) -> (bool, Value, String) {
 }
 
 #[test]
-#[ignore = "not reliable yet: Slack messages sent around the stream leader's SIGKILL were \
-            left unanswered (3 of 201, 1 of 4 runs; cause not found), see reliability.md, \
-            Cluster faults; run with --ignored"]
 fn two_hundred_messages_through_every_cluster_fault_lose_and_duplicate_nothing() {
     // The partition is 8 s here (30 s is the command's default) to keep CI short.
     let (ok, report, stderr) = cluster_run(&[

@@ -16,8 +16,8 @@ use ghost_testkit::testing::TestEnv;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{ClusterReport, LeftBehind, HOSTS, NODES};
-use crate::chaos::{Counts, LINE_SECRET};
+use super::{ClusterReport, HOSTS};
+use crate::chaos::LINE_SECRET;
 
 /// Figures of the order check.
 #[derive(Debug, Clone, Serialize)]
@@ -149,20 +149,6 @@ pub async fn run(
         .filter(|r| r.path.contains("chat"))
         .count();
     Ok(ClusterReport {
-        run_id: String::new(),
-        nats_servers: NODES,
-        hosts: HOSTS,
-        total: Counts::default(),
-        http: Counts::default(),
-        line: Counts::default(),
-        slack: Counts::default(),
-        faults: Vec::new(),
-        resends: 0,
-        supervisor_restarts: Vec::new(),
-        elapsed_secs: start.elapsed().as_secs_f64(),
-        quiescent: true,
-        problems: Vec::new(),
-        problem_events: Default::default(),
         order: Some(OrderFigures {
             pairs,
             batched,
@@ -172,6 +158,6 @@ pub async fn run(
             local_only_lost,
             cloud_calls,
         }),
-        left_behind: LeftBehind::default(),
+        ..ClusterReport::check(start.elapsed())
     })
 }

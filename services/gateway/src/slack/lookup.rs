@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use tracing::info;
 
 use ghost_shared::bus::HandlerError;
 use ghost_shared::config::{Secret, SlackSettings};
@@ -34,8 +33,8 @@ pub enum EarlierPost {
 ///
 /// An earlier attempt still running (a redelivery while the first handler waits out its
 /// retries) may post up to [`history::earlier_attempt_bound`] after its marker. When the
-/// first read finds nothing before then, the check waits and reads again if that fits in
-/// half the bus's acknowledgement wait, and otherwise asks for a later redelivery.
+/// read finds nothing before then, the reply is delivered again once that time is over
+/// (one more delivery, not a backoff series that could run out first).
 pub async fn find_earlier_post(
     s: &SlackSettings,
     token: &Secret,
@@ -56,16 +55,13 @@ pub async fn find_earlier_post(
     let Some(wait) = bound.checked_sub(age).filter(|w| !w.is_zero()) else {
         return Ok(EarlierPost::Absent);
     };
-    let patience = Duration::from_secs(out.ctx.config.ghost.bus.ack_wait_secs) / 2;
-    if wait > patience {
-        return Err(HandlerError::transient(format!(
-            "an earlier Slack attempt ({} ms ago) may still post; checking again later",
+    Err(HandlerError::later(
+        wait,
+        format!(
+            "an earlier Slack attempt ({} ms ago) may still post; looking again then",
             age.as_millis()
-        )));
-    }
-    info!(reply = %out.cause.event_id, ?wait, "an earlier Slack attempt may still post; waiting");
-    tokio::time::sleep(wait).await;
-    read(s, token, out, place, marked_at).await
+        ),
+    ))
 }
 
 /// One lookup: up to [`MAX_PAGES`] pages of the thread or channel since the marker.
