@@ -84,7 +84,7 @@ pub fn mask(rules: Option<std::path::PathBuf>) -> Result<()> {
             .unwrap_or_else(|| std::path::PathBuf::from("config"))
             .join(ghost_shared::config::MASKING_FILE)
     });
-    let masker = ghost_shared::masking::Masker::from_file(&path)?;
+    let masker = ghost_shared::masking::masker_from_file(&path)?;
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)

@@ -7,6 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Each workspace crate and the Ghost crates it depends on, by kind (`normal`, `dev`).
 fn ghost_dependencies() -> BTreeMap<String, Vec<(String, String)>> {
+    dependencies(|name| name.starts_with("ghost"))
+}
+
+/// Each workspace crate and those of its dependencies `keep` selects, by kind.
+fn dependencies(keep: impl Fn(&str) -> bool) -> BTreeMap<String, Vec<(String, String)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .args([
@@ -33,8 +38,7 @@ fn ghost_dependencies() -> BTreeMap<String, Vec<(String, String)>> {
                 .filter_map(|d| {
                     let name = d["name"].as_str()?;
                     let kind = d["kind"].as_str().unwrap_or("normal");
-                    name.starts_with("ghost")
-                        .then(|| (name.to_owned(), kind.to_owned()))
+                    keep(name).then(|| (name.to_owned(), kind.to_owned()))
                 })
                 .collect();
             (p["name"].as_str().expect("name").to_owned(), deps)
@@ -94,4 +98,21 @@ fn no_arrow_runs_back_up_and_no_service_depends_on_another() {
         .filter(|n| normal(n).contains("ghost-testkit"))
         .collect();
     assert_eq!(reach_doubles, ["ghost-harness"], "non-test dependents");
+}
+
+#[test]
+fn the_pure_rules_reach_no_database_bus_network_or_runtime() {
+    let io = ["sqlx", "async-nats", "reqwest", "tokio", "axum", "hyper"];
+    let crates = dependencies(|name| io.contains(&name));
+    let reached: Vec<&(String, String)> = crates["ghost-domain"]
+        .iter()
+        .filter(|(_, kind)| kind == "normal")
+        .collect();
+    assert!(reached.is_empty(), "ghost-domain depends on {reached:?}");
+    // The check sees I/O crates where they are: the shared crate has all of them.
+    assert!(
+        crates["ghost-shared"].len() >= 4,
+        "{:?}",
+        crates["ghost-shared"]
+    );
 }

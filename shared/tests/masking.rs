@@ -10,7 +10,7 @@ use ghost_shared::masking::{Masked, Masker};
 
 static MASKER: LazyLock<Masker> = LazyLock::new(|| {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/masking.yaml");
-    match Masker::from_file(&path) {
+    match ghost_shared::masking::masker_from_file(&path) {
         Ok(m) => m,
         Err(e) => panic!("{e}"),
     }

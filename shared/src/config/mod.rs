@@ -177,7 +177,7 @@ fn install_masking_rules(dir: &Path) -> Result<(), ConfigError> {
         tracing::info!(path = %path.display(), "no masking rules file: the built-in rules apply");
         return Ok(());
     }
-    let masker = crate::masking::Masker::from_file(&path).map_err(|e| ConfigError::Schema {
+    let masker = crate::masking::masker_from_file(&path).map_err(|e| ConfigError::Schema {
         file: MASKING_FILE.into(),
         message: e.to_string(),
     })?;

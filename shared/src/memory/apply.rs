@@ -100,7 +100,7 @@ pub fn apply_plan(
     let mut memory = memory.clone();
     let mut changes = Vec::new();
     let mut record = |memory: &mut Memory, step: String, change: MemoryChange| {
-        memory.apply_change(&change);
+        apply_change(memory, &change);
         changes.push(PlannedChange { step, change });
     };
     for u in &plan.states {
@@ -282,34 +282,32 @@ fn preference_changes(
     }
 }
 
-impl Memory {
-    /// This memory with `change` applied (what the projections do with its event).
-    pub fn apply_change(&mut self, change: &MemoryChange) {
-        match change {
-            MemoryChange::StateUpserted(StateUpserted { state, .. })
-            | MemoryChange::StateClosed(StateClosed { state, .. }) => {
-                match self
-                    .states
-                    .iter_mut()
-                    .find(|s| s.state_id == state.state_id)
-                {
-                    Some(s) => *s = state.clone(),
-                    None => self.states.push(state.clone()),
-                }
+/// `memory` with `change` applied (what the projections do with its event).
+pub fn apply_change(memory: &mut Memory, change: &MemoryChange) {
+    match change {
+        MemoryChange::StateUpserted(StateUpserted { state, .. })
+        | MemoryChange::StateClosed(StateClosed { state, .. }) => {
+            match memory
+                .states
+                .iter_mut()
+                .find(|s| s.state_id == state.state_id)
+            {
+                Some(s) => *s = state.clone(),
+                None => memory.states.push(state.clone()),
             }
-            MemoryChange::PreferenceUpdated(p) => {
-                let new = &p.preference;
-                match self.preferences.iter_mut().find(|q| {
-                    q.person == new.person
-                        && q.polarity == new.polarity
-                        && q.has_key(new.domain, &p.subject_key)
-                }) {
-                    Some(q) => *q = new.clone(),
-                    None => self.preferences.push(new.clone()),
-                }
-            }
-            MemoryChange::InterestStateUpdated(i) => self.interest = Some(i.interest.clone()),
-            MemoryChange::EventAnnotated(_) => {}
         }
+        MemoryChange::PreferenceUpdated(p) => {
+            let new = &p.preference;
+            match memory.preferences.iter_mut().find(|q| {
+                q.person == new.person
+                    && q.polarity == new.polarity
+                    && q.has_key(new.domain, &p.subject_key)
+            }) {
+                Some(q) => *q = new.clone(),
+                None => memory.preferences.push(new.clone()),
+            }
+        }
+        MemoryChange::InterestStateUpdated(i) => memory.interest = Some(i.interest.clone()),
+        MemoryChange::EventAnnotated(_) => {}
     }
 }

@@ -320,10 +320,4 @@ fn success(resp: reqwest::Response) -> Result<reqwest::Response, WebError> {
     }
 }
 
-/// An absolute `http://` or `https://` URL with a host.
-pub fn is_http_url(url: &str) -> bool {
-    match reqwest::Url::parse(url) {
-        Ok(u) => matches!(u.scheme(), "http" | "https") && u.host_str().is_some(),
-        Err(_) => false,
-    }
-}
+pub use ghost_domain::http_url::is_http_url;

@@ -253,7 +253,7 @@ fn check_input(capability: &str, input: &Map<String, Value>, errors: &mut Vec<St
                         .into(),
                 );
             }
-            if url.is_some_and(|u| !crate::web::is_http_url(u)) {
+            if url.is_some_and(|u| !crate::http_url::is_http_url(u)) {
                 errors.push("input.url: must be an http(s) URL".into());
             }
         }
