@@ -25,9 +25,10 @@
 //! - [`memory`]: long-term memory (seed 001): the write plan, its rules, states, preferences
 //!   and the interest state (pure code);
 //! - [`llm`]: Ollama and OpenAI-compatible clients, structured output; [`contracts`]: the
-//!   JSON Schema of every model answer Ghost parses; [`template`]: prompt placeholder checks;
+//!   JSON Schema of every model answer Ghost parses (both `ghost-llm`, re-exported);
+//!   [`template`]: prompt placeholder checks;
 //! - [`telemetry`]: tracing + OpenTelemetry, trace context over NATS; [`metrics`]: the
-//!   Prometheus metrics every service records, named and described once;
+//!   Prometheus metrics every service records, named and described once (`ghost-metrics`);
 //! - [`service`]: the context every service runs with (and "is this step done already?");
 //!   [`shutdown`]: the graceful stop of a service process (SIGTERM);
 //! - [`net`]: socket settings for our HTTP servers;
@@ -38,22 +39,26 @@
 //! Test doubles (fake LLM and platform servers, test environments) live in `ghost-testkit`.
 
 pub use ghost_domain::{affect, routing, short_memory};
+/// Model access and metrics are crates of their own, re-exported at their old paths.
+pub use ghost_llm::contracts;
+pub use ghost_metrics as metrics;
 
 pub mod autonomy;
 pub mod bus;
 pub mod config;
-pub mod contracts;
 pub mod envelope;
 mod event_enum;
 pub mod event_log;
 pub mod events;
 pub mod fault;
 pub mod ids;
-pub mod llm;
+pub mod llm {
+    //! [`ghost_llm`], at its old path.
+    pub use ghost_llm::*;
+}
 pub mod masking;
 pub mod media;
 pub mod memory;
-pub mod metrics;
 pub mod mood_api;
 pub mod net;
 pub mod parking;

@@ -405,7 +405,7 @@ mod fuzz {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::llm::wire::{ollama_reply, openai_reply};
+    use crate::wire::{ollama_reply, openai_reply};
     use ghost_testkit::fuzz::{bytes, clear_error, config};
 
     const NDJSON: &[&str] = &[

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::Contract;
+use crate::Contract;
 
 /// The judgement as the model writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -132,7 +132,7 @@ impl LlmClient {
 
     /// The same client, its metrics labelled with `role` (`persona`, `worker`, `stage`, ...).
     pub fn with_role(mut self, role: &str) -> Self {
-        crate::metrics::register_llm_role(role);
+        ghost_metrics::register_llm_role(role);
         self.role = Arc::from(role);
         self
     }
@@ -269,7 +269,7 @@ impl LlmClient {
     ) -> Result<(Prepared, reqwest::Response), LlmError> {
         let refused = call.structured() && refusal::of(&self.role).is_some();
         if let Some(name) = call.contract_name() {
-            crate::metrics::structured_call(&self.role, name, refused);
+            ghost_metrics::structured_call(&self.role, name, refused);
         }
         let first = if refused { call.plain() } else { call };
         let prepared = self.prepare(messages, stream, first).await?;
@@ -539,12 +539,12 @@ impl CallRecord {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        crate::metrics::llm_call(&self.role, error, self.started.elapsed());
+        ghost_metrics::llm_call(&self.role, error, self.started.elapsed());
         let (prompt, reported) = usage.unwrap_or((0, 0));
         // A server that reports no completion count: each streamed chunk is one token.
         let completion = if reported > 0 { reported } else { chunks };
-        crate::metrics::llm_tokens(&self.role, "prompt", prompt);
-        crate::metrics::llm_tokens(&self.role, "completion", completion);
+        ghost_metrics::llm_tokens(&self.role, "prompt", prompt);
+        ghost_metrics::llm_tokens(&self.role, "completion", completion);
     }
 }
 
@@ -710,7 +710,7 @@ async fn status_error(resp: reqwest::Response, deadline: Instant) -> LlmError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::GenerationOptions;
+    use crate::GenerationOptions;
 
     fn cfg(provider: Provider, base: &str) -> LlmRoleConfig {
         LlmRoleConfig {
@@ -719,7 +719,7 @@ mod tests {
             model: "m".into(),
             options: GenerationOptions::default(),
             timeout_secs: 60,
-            max_response_bytes: crate::llm::DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
             background_concurrency: 1,
         }
     }

@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::Contract;
-use crate::routing::Route;
+use crate::Contract;
+use ghost_domain::routing::Route;
 
 /// A structured route decision as the model writes it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

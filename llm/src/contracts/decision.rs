@@ -1,11 +1,11 @@
-//! The autonomy action decision (validated by [`crate::autonomy::validate_decision`]):
+//! The autonomy action decision (validated by [`ghost_domain::autonomy::validate_decision`]):
 //! the schema is derived from [`ActionDecision`] itself, narrowed to the capabilities this
 //! deployment has.
 
 use serde_json::json;
 
-use crate::autonomy::decision::{ActionDecision, CAPABILITIES};
-use crate::llm::Contract;
+use crate::Contract;
+use ghost_domain::autonomy::decision::{ActionDecision, CAPABILITIES};
 
 /// Tokens a decision may take.
 pub const MAX_TOKENS: u32 = 384;

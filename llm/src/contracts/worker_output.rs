@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::Contract;
-use crate::routing::Route;
+use crate::Contract;
+use ghost_domain::routing::Route;
 
 /// How risky the worker judges its result.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]

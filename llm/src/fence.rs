@@ -116,7 +116,7 @@ mod tests {
         assert_ne!(a.boundary(), b.boundary());
         assert!(a.boundary().len() == 16 && a.boundary().chars().all(|c| ('a'..='p').contains(&c)));
         let block = a.block("REQUEST", "x");
-        let masked = crate::masking::mask_secrets(&block);
+        let masked = ghost_domain::masking::mask_secrets(&block);
         assert!(masked.contains(a.boundary()), "{masked}");
     }
 

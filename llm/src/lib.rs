@@ -6,11 +6,17 @@
 //!   Schema, the affect trailer) and how a schema is made from a Rust type;
 //! - `wire`: both providers' bodies (Ollama `format`, OpenAI `response_format`);
 //! - [`refusal`]: endpoints that refuse structured output, noted per role;
-//! - [`fence`](Fence): data in a prompt behind a per-prompt random boundary.
+//! - [`fence`](Fence): data in a prompt behind a per-prompt random boundary;
+//! - [`contracts`]: the shapes of every model answer Ghost parses, as JSON Schemas.
+//!
+//! Model access, a crate of its own (`ghost-llm`) below `ghost-shared`, which re-exports it
+//! as `ghost_shared::llm` and `ghost_shared::contracts`: it needs the pure rules
+//! (`ghost-domain`) and the metrics (`ghost-metrics`), no store and no bus.
 
 mod client;
 mod config;
 mod contract;
+pub mod contracts;
 mod decode;
 mod error;
 pub mod fence;

@@ -152,7 +152,7 @@ impl Contract {
     /// Records what came of an answer to this contract for `role`: whether it was
     /// schema-valid, and whether its validator accepted it (else the reason's kind).
     pub fn record(&self, role: &str, answer: &str, verdict: Result<(), &str>) {
-        crate::metrics::contract_answer(role, self.name, self.admits(answer), verdict);
+        ghost_metrics::contract_answer(role, self.name, self.admits(answer), verdict);
     }
 
     /// The sub-schema at `path` (property names; `[]` steps into an array's items).

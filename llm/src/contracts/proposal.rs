@@ -5,8 +5,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::Contract;
-use crate::routing::Route;
+use crate::Contract;
+use ghost_domain::routing::Route;
 
 /// What the persona may propose.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::llm::Contract;
+use crate::Contract;
 
 /// The selection as the model writes it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -1,11 +1,11 @@
 //! The persona's affect: the JSON after the trailer marker, and the reflection's answer
-//! (validated field by field by [`crate::affect::parse_affect`]).
+//! (validated field by field by [`ghost_domain::affect::parse_affect`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::affect::AffectLabel;
-use crate::llm::Contract;
+use crate::Contract;
+use ghost_domain::affect::AffectLabel;
 
 /// The response-policy knobs of a trailer.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

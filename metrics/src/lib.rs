@@ -415,7 +415,7 @@ pub fn stage_turn(spoke: bool) {
 /// capability's `do_action`, the skip and every drop reason.
 pub fn register_autonomy() {
     install();
-    for capability in crate::autonomy::decision::CAPABILITIES {
+    for capability in ghost_domain::autonomy::decision::CAPABILITIES {
         counter!(AUTONOMY_DECISIONS, "decision" => "do_action", "capability" => *capability)
             .increment(0);
     }

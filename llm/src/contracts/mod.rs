@@ -1,5 +1,5 @@
 //! The shapes of every model answer Ghost parses, one file each, as JSON Schemas for
-//! constrained decoding (see [`crate::llm::Contract`] for how a schema is prepared).
+//! constrained decoding (see [`crate::Contract`] for how a schema is prepared).
 //!
 //! Each file holds the Rust type the answer decodes into (or derives the schema on the
 //! type its validator already uses) and one function that builds the call's [`Contract`],
@@ -27,4 +27,4 @@ pub mod selection;
 pub mod worker_output;
 pub mod write_plan;
 
-pub use crate::llm::Contract;
+pub use crate::Contract;

@@ -1,13 +1,13 @@
-//! The write plan (validated by [`crate::memory::validate`]): the schema is derived from
+//! The write plan (validated by [`ghost_domain::memory::validate`]): the schema is derived from
 //! [`WritePlan`] itself, its enumerated texts narrowed to the memory vocabulary and its ids
 //! to those of the plan's input.
 
 use serde_json::{json, Value};
 
-use crate::llm::Contract;
-use crate::memory::model::GOAL_PREFIX;
-use crate::memory::plan::WritePlan;
-use crate::memory::vocab::{
+use crate::Contract;
+use ghost_domain::memory::model::GOAL_PREFIX;
+use ghost_domain::memory::plan::WritePlan;
+use ghost_domain::memory::vocab::{
     InteractionMode, LifeStage, LinkLabel, Polarity, PreferenceDomain, PreferenceOp, StateAbout,
     StateKind, StateOp,
 };
