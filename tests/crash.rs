@@ -10,6 +10,7 @@ use ghost::stack::ServiceName;
 use ghost_shared::events::{AssistantReplied, RenderRequested, RouteDecided, UserMessageReceived};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_testkit::fake_llm::Script;
+use ghost_testkit::fake_platforms::Scripted;
 use ghost_testkit::testing::eventually;
 use ghost_testkit::testing::free_loopback_addr;
 use support::platforms::{line_sign, line_text, slack_event, slack_sign, ChannelApp, BOT};
@@ -302,9 +303,14 @@ async fn post_slack_to(addr: &str, body: &str) -> reqwest::Response {
 }
 
 /// A Slack mention answered by a gateway child armed with `fault`, which aborts there; a
-/// healthy gateway then takes the reply's redelivery. Short bounds: the redelivery comes
-/// after 4 s, and an earlier post attempt cannot post 4.1 s after its marker.
-async fn slack_reply_after_gateway_crash(fault: &str) -> ChannelApp {
+/// healthy gateway then takes the reply's redelivery and records `outcome` (the fake
+/// Slack set up by `before_restart` first). Short bounds: the redelivery comes after 4 s,
+/// and an earlier post attempt cannot post 4.1 s after its marker.
+async fn slack_reply_after_gateway_crash(
+    fault: &str,
+    before_restart: impl FnOnce(&ChannelApp),
+    outcome: &str,
+) -> ChannelApp {
     let others: Vec<ServiceName> = ServiceName::ALL
         .into_iter()
         .filter(|s| *s != ServiceName::Gateway)
@@ -331,11 +337,12 @@ async fn slack_reply_after_gateway_crash(fault: &str) -> ChannelApp {
     assert_eq!(post_slack_to(&doomed_addr, &body).await.status(), 200);
     wait_for_crash(&mut doomed).await;
     c.wait_events("ReplyAttempted", 1).await;
+    before_restart(&c);
     let healthy_addr = free_loopback_addr().unwrap();
     let healthy = c
         .app
         .spawn_child("gateway", &[("GHOST_GATEWAY__LISTEN", &healthy_addr)]);
-    c.wait_events("ReplyDelivered", 1).await;
+    c.wait_events(outcome, 1).await;
     // Time for a second post, were one coming.
     tokio::time::sleep(Duration::from_secs(2)).await;
     drop(healthy);
@@ -344,7 +351,9 @@ async fn slack_reply_after_gateway_crash(fault: &str) -> ChannelApp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_killed_between_the_slack_marker_and_its_post_posts_once_on_the_redelivery() {
-    let c = slack_reply_after_gateway_crash("gateway.after_attempt_marked").await;
+    let c =
+        slack_reply_after_gateway_crash("gateway.after_attempt_marked", |_| {}, "ReplyDelivered")
+            .await;
     let d = c.slack.deliveries();
     assert_eq!(d.len(), 1, "exactly one post: {d:?}");
     assert_eq!(d[0].texts, vec!["posted once".to_string()]);
@@ -372,7 +381,12 @@ async fn gateway_killed_between_the_slack_marker_and_its_post_posts_once_on_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_killed_after_its_slack_post_finds_it_and_does_not_post_again() {
-    let c = slack_reply_after_gateway_crash("gateway.before_delivery_outcome").await;
+    let c = slack_reply_after_gateway_crash(
+        "gateway.before_delivery_outcome",
+        |_| {},
+        "ReplyDelivered",
+    )
+    .await;
     assert_eq!(
         c.slack.deliveries().len(),
         1,
@@ -384,5 +398,28 @@ async fn gateway_killed_after_its_slack_post_finds_it_and_does_not_post_again() 
         delivered["calls"],
         serde_json::json!(["conversations.replies"])
     );
+    c.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_history_scope_a_crashed_slack_attempt_is_not_posted_again() {
+    // Slack refuses the read (`missing_scope`): whether the earlier attempt posted is
+    // unknown, and the reply is not posted a second time.
+    let c = slack_reply_after_gateway_crash(
+        "gateway.after_attempt_marked",
+        |c| c.slack.script_history(Scripted::fail(403)),
+        "ReplyFailed",
+    )
+    .await;
+    assert!(c.slack.deliveries().is_empty(), "nothing posted");
+    let failed = &c.events_of("ReplyFailed").await[0];
+    assert_eq!(failed["code"], "outcome_unknown");
+    assert!(
+        failed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("missing_scope")),
+        "{failed}"
+    );
+    assert!(c.events_of("ReplyDelivered").await.is_empty());
     c.cleanup().await;
 }

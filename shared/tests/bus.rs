@@ -24,6 +24,8 @@ struct Recorder {
     seen: Mutex<Vec<(String, Uuid)>>,
     dead: Mutex<Vec<String>>,
     attempts: Mutex<HashMap<Uuid, u32>>,
+    /// When each delivery arrived, per event.
+    arrivals: Mutex<HashMap<Uuid, Vec<std::time::Instant>>>,
     name: String,
 }
 
@@ -49,7 +51,16 @@ impl EventHandler for Recorder {
             *n += 1;
             *n
         };
+        self.arrivals
+            .lock()
+            .unwrap()
+            .entry(event.event_id)
+            .or_default()
+            .push(std::time::Instant::now());
         match text.as_str() {
+            "later" if attempt == 1 => {
+                return Err(HandlerError::later(Duration::from_secs(2), "not yet"))
+            }
             "flaky" if attempt < 3 => return Err(HandlerError::transient("not yet")),
             "always-fails" => return Err(HandlerError::transient("never")),
             "poison" => return Err(HandlerError::permanent("cannot ever work")),
@@ -274,6 +285,41 @@ async fn transient_failures_are_redelivered_and_poison_goes_to_the_dead_letter_s
         || async { (handler.dead.lock().unwrap().len() == 3).then_some(()) },
     )
     .await;
+    task.abort();
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_handler_that_says_later_is_delivered_again_after_its_wait_not_a_backoff_step() {
+    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
+    let ctx = context(&env).await;
+    let handler = Recorder::named("r");
+    let task = tokio::spawn(run_consumer(
+        ctx.bus().clone(),
+        ConsumerSpec::new("svc", "UserMessageReceived"),
+        handler.clone(),
+    ));
+    let later = message("later");
+    let id = later.event_id;
+    ctx.log
+        .append("session-s", ExpectedVersion::Any, &[later])
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(30),
+        "handled on the second delivery",
+        || async { (!handler.handled().is_empty()).then_some(()) },
+    )
+    .await;
+    let arrivals = handler.arrivals.lock().unwrap()[&id].clone();
+    assert_eq!(arrivals.len(), 2, "one more delivery, not a series");
+    // A transient error's first backoff step is 0.4 s; the wait asked for is 2 s.
+    assert!(
+        arrivals[1] - arrivals[0] >= Duration::from_millis(1900),
+        "{:?}",
+        arrivals[1] - arrivals[0]
+    );
+    assert!(handler.dead.lock().unwrap().is_empty());
     task.abort();
     env.cleanup().await;
 }
