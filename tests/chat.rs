@@ -292,7 +292,7 @@ async fn bad_requests_get_clear_4xx_and_store_nothing() {
 }
 
 #[tokio::test]
-async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
+async fn model_errors_before_any_text_end_the_turn_with_an_sse_error_and_no_reply() {
     let app = TestApp::spawn(&[("GHOST_LLM__PERSONA__TIMEOUT_SECS", "1")]).await;
     let cases = [
         (
@@ -303,7 +303,7 @@ async fn model_errors_end_the_turn_with_an_sse_error_and_no_half_reply() {
         ("hang", Script::failing(Failure::Hang), "llm_timeout"),
         (
             "garbage",
-            Script::failing(Failure::MalformedMidStream),
+            Script::chunks(Vec::new()).with_failure(Failure::MalformedMidStream),
             "llm_stream",
         ),
     ];

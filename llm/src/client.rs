@@ -151,21 +151,34 @@ impl LlmClient {
         Duration::from_secs(self.cfg.timeout_secs)
     }
 
+    /// The bound of a call of this urgency: a person waits for an interactive one, a
+    /// background one waits behind every reply by design.
+    fn call_timeout(&self, urgency: Urgency) -> Duration {
+        match urgency {
+            Urgency::Interactive => self.timeout(),
+            Urgency::Background => Duration::from_secs(self.cfg.background_timeout_secs),
+        }
+    }
+
     /// Streams token deltas of a call someone waits for, with no shape asked for.
     pub async fn chat_stream(&self, messages: &[ChatMessage]) -> Result<TokenStream, LlmError> {
         self.stream(messages, Call::interactive()).await
     }
 
-    /// Streams token deltas. The whole call (image loading, connect and every chunk) is
-    /// bounded by `timeout_secs`; hitting it yields `LlmError::Timeout` (as the returned error
-    /// or as the stream's last item) and writes the "after timeout" image audit. A
-    /// background call holds one of the endpoint's background permits until it ends.
+    /// Streams token deltas. Until the first token (image loading, connect, the model's
+    /// prompt) the call is bounded by `timeout_secs` (`background_timeout_secs` for a
+    /// background call); from then on by `stream_idle_secs` between two chunks, so a reply
+    /// the user is already reading is never cut for its length (its token budget ends it).
+    /// A bound hit yields `LlmError::Timeout` (as the returned error or as the stream's last
+    /// item) and writes the "after timeout" image audit. A background call holds one of the
+    /// endpoint's background permits until it ends.
     pub async fn stream(
         &self,
         messages: &[ChatMessage],
         call: Call<'_>,
     ) -> Result<TokenStream, LlmError> {
-        let deadline = Instant::now() + self.timeout();
+        let first_token = self.call_timeout(call.urgency);
+        let deadline = Instant::now() + first_token;
         let permit = self.permit(call.urgency).await;
         let record = CallRecord::start(&self.role);
         let (prepared, resp) = match self.send_shaped(messages, true, call, deadline).await {
@@ -182,7 +195,8 @@ impl LlmClient {
             error: None,
             finished: false,
             deadline,
-            timeout: self.timeout(),
+            first_token,
+            idle: Duration::from_secs(self.cfg.stream_idle_secs),
             image_sources: prepared.image_sources,
             received: 0,
             limit: self.cfg.max_response_bytes,
@@ -195,8 +209,8 @@ impl LlmClient {
         self.complete(messages, Call::interactive()).await
     }
 
-    /// Sends a `stream: false` request and returns the whole reply. Bounded by
-    /// `timeout_secs` like [`LlmClient::stream`].
+    /// Sends a `stream: false` request and returns the whole reply, bounded as a whole by
+    /// `timeout_secs` (interactive) or `background_timeout_secs` (background).
     pub async fn complete(
         &self,
         messages: &[ChatMessage],
@@ -239,13 +253,14 @@ impl LlmClient {
         messages: &[ChatMessage],
         call: Call<'_>,
     ) -> Result<(String, Option<(u64, u64)>), LlmError> {
-        let deadline = Instant::now() + self.timeout();
+        let bound = self.call_timeout(call.urgency);
+        let deadline = Instant::now() + bound;
         let (prepared, resp) = self.send_shaped(messages, false, call, deadline).await?;
-        let read = read_capped(resp, self.cfg.max_response_bytes, self.timeout());
+        let read = read_capped(resp, self.cfg.max_response_bytes, bound);
         let bytes = match timeout_at(deadline, read).await {
             Ok(Ok(b)) => b,
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(self.timed_out(&prepared.image_sources).await),
+            Err(_) => return Err(self.timed_out(&prepared.image_sources, bound).await),
         };
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             LlmError::MalformedStream(format!("invalid JSON reply ({e}): {}", preview(&bytes)))
@@ -453,7 +468,13 @@ impl LlmClient {
                 wire::openai_body(&self.cfg.model, &resolved, &self.cfg.options, stream)
             }
         };
-        wire::apply_shape(&mut body, self.cfg.provider, call.contract, call.trailer);
+        wire::apply_shape(
+            &mut body,
+            self.cfg.provider,
+            call.contract,
+            call.trailer,
+            call.budget,
+        );
         Ok(Prepared {
             body,
             image_sources,
@@ -483,10 +504,11 @@ impl LlmClient {
         if let Some(auth) = &self.auth {
             req = req.header(AUTHORIZATION, auth.clone());
         }
+        let bound = self.call_timeout(prepared.urgency);
         let resp = match timeout_at(deadline, req.send()).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(send_error(e, self.timeout())),
-            Err(_) => return Err(self.timed_out(&prepared.image_sources).await),
+            Ok(Err(e)) => return Err(send_error(e, bound)),
+            Err(_) => return Err(self.timed_out(&prepared.image_sources, bound).await),
         };
         if resp.status().is_success() {
             Ok(resp)
@@ -497,12 +519,10 @@ impl LlmClient {
         }
     }
 
-    async fn timed_out(&self, image_sources: &[Arc<dyn ImageSource>]) -> LlmError {
-        tracing::warn!(target: LOG_TARGET, model = %self.cfg.model, timeout_secs = self.cfg.timeout_secs, "LLM call timed out");
+    async fn timed_out(&self, image_sources: &[Arc<dyn ImageSource>], after: Duration) -> LlmError {
+        tracing::warn!(target: LOG_TARGET, model = %self.cfg.model, timeout_secs = after.as_secs(), "LLM call timed out");
         audit_after_timeout(image_sources).await;
-        LlmError::Timeout {
-            after: self.timeout(),
-        }
+        LlmError::Timeout { after }
     }
 }
 
@@ -571,8 +591,11 @@ struct StreamState {
     /// An error to yield once `pending` is drained, so tokens before a failure are not lost.
     error: Option<LlmError>,
     finished: bool,
+    /// Until the first token: when the call gives up.
     deadline: Instant,
-    timeout: Duration,
+    first_token: Duration,
+    /// After it: the longest wait for the next chunk.
+    idle: Duration,
     image_sources: Vec<Arc<dyn ImageSource>>,
     /// Body bytes read so far, and the most that may be.
     received: usize,
@@ -594,12 +617,18 @@ async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, St
             st.record.finish(None, usage, st.chunks);
             return None;
         }
-        match timeout_at(st.deadline, st.body.next()).await {
+        // Waiting for the first token, the call's deadline; after it, the idle bound.
+        let (wait_until, bound) = if st.chunks == 0 {
+            (st.deadline, st.first_token)
+        } else {
+            (Instant::now() + st.idle, st.idle)
+        };
+        match timeout_at(wait_until, st.body.next()).await {
             Err(_) => {
-                tracing::warn!(target: LOG_TARGET, timeout_secs = st.timeout.as_secs(), "LLM stream timed out");
+                tracing::warn!(target: LOG_TARGET, timeout_secs = bound.as_secs(), started = st.chunks > 0, "LLM stream timed out");
                 audit_after_timeout(&st.image_sources).await;
                 st.finished = true;
-                st.error = Some(LlmError::Timeout { after: st.timeout });
+                st.error = Some(LlmError::Timeout { after: bound });
             }
             Ok(Some(Ok(bytes))) if st.received + bytes.len() > st.limit => {
                 tracing::warn!(target: LOG_TARGET, limit = st.limit, "LLM stream exceeded max_response_bytes");
@@ -618,7 +647,7 @@ async fn next_token(mut st: StreamState) -> Option<(Result<String, LlmError>, St
             }
             Ok(Some(Err(e))) => {
                 st.finished = true;
-                st.error = Some(body_error(e, st.timeout));
+                st.error = Some(body_error(e, bound));
             }
             Ok(None) => {
                 st.finished = true;
@@ -719,6 +748,8 @@ mod tests {
             model: "m".into(),
             options: GenerationOptions::default(),
             timeout_secs: 60,
+            stream_idle_secs: crate::config::DEFAULT_STREAM_IDLE_SECS,
+            background_timeout_secs: crate::config::DEFAULT_BACKGROUND_TIMEOUT_SECS,
             max_response_bytes: crate::DEFAULT_MAX_RESPONSE_BYTES,
             background_concurrency: 1,
         }

@@ -52,9 +52,19 @@ pub struct LlmRoleConfig {
     /// Sampling options.
     #[serde(default)]
     pub options: GenerationOptions,
-    /// Bound on a whole call (connect plus every streamed chunk), in seconds.
+    /// Bound on a call someone waits for, in seconds: a streamed reply's first token (connect
+    /// and prompt included), a whole non-streamed answer. A reply that has started is bounded
+    /// by its token budget and `stream_idle_secs`, never cut by this once text was shown.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// Longest silence between two chunks of a started stream, in seconds.
+    #[serde(default = "default_stream_idle_secs")]
+    pub stream_idle_secs: u64,
+    /// Bound on a whole background call (write plans, reflections, summaries, deliberation),
+    /// in seconds: they wait behind every reply on a shared model by design, so the
+    /// interactive `timeout_secs` would fail them on a busy machine.
+    #[serde(default = "default_background_timeout_secs")]
+    pub background_timeout_secs: u64,
     /// Largest response body read, streamed or not, in bytes: a model or proxy that goes on
     /// and on ends the call with [`super::LlmError::ResponseTooLarge`] instead of filling
     /// memory.
@@ -96,9 +106,23 @@ fn default_background_concurrency() -> usize {
     1
 }
 
-/// Default whole-call timeout: the conversation loop's 60 s budget (seed 003).
+/// Default interactive timeout: the conversation loop's 60 s budget (seed 003).
 fn default_timeout_secs() -> u64 {
     60
+}
+
+/// A model that has started writing and then says nothing for this long has stalled.
+pub const DEFAULT_STREAM_IDLE_SECS: u64 = 30;
+
+fn default_stream_idle_secs() -> u64 {
+    DEFAULT_STREAM_IDLE_SECS
+}
+
+/// Background calls: 15 minutes, time for a queue of replies to go first.
+pub const DEFAULT_BACKGROUND_TIMEOUT_SECS: u64 = 900;
+
+fn default_background_timeout_secs() -> u64 {
+    DEFAULT_BACKGROUND_TIMEOUT_SECS
 }
 
 /// Default response cap: 8 MiB, some 50,000 streamed tokens with their JSON framing.
@@ -120,6 +144,8 @@ mod tests {
         .unwrap();
         assert_eq!(cfg.provider, Provider::Openai);
         assert_eq!(cfg.timeout_secs, 60);
+        assert_eq!(cfg.stream_idle_secs, DEFAULT_STREAM_IDLE_SECS);
+        assert_eq!(cfg.background_timeout_secs, DEFAULT_BACKGROUND_TIMEOUT_SECS);
         assert_eq!(cfg.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
         assert_eq!(cfg.options, GenerationOptions::default());
         assert_eq!(Provider::Ollama.as_str(), "ollama");

@@ -53,6 +53,9 @@ pub struct Call<'a> {
     /// A free-text answer that ends with `trigger` and a JSON object of this shape (the
     /// persona's affect trailer).
     pub trailer: Option<(&'a str, &'a Contract)>,
+    /// Most tokens a free-text answer may take (a reply's budget); the role's own
+    /// `max_tokens`, when smaller, still holds. A contract brings its own.
+    pub budget: Option<u32>,
 }
 
 impl<'a> Call<'a> {
@@ -62,6 +65,7 @@ impl<'a> Call<'a> {
             urgency: Urgency::Interactive,
             contract: None,
             trailer: None,
+            budget: None,
         }
     }
 
@@ -85,6 +89,13 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// The same call, its answer at most `tokens` long (trailer included): the model stops
+    /// there and the answer ends as a normal one.
+    pub fn with_budget(mut self, tokens: u32) -> Self {
+        self.budget = Some(tokens);
+        self
+    }
+
     /// Whether it asks the backend for any structure.
     pub fn structured(&self) -> bool {
         self.contract.is_some() || self.trailer.is_some()
@@ -96,6 +107,7 @@ impl<'a> Call<'a> {
             urgency: self.urgency,
             contract: None,
             trailer: None,
+            budget: self.budget,
         }
     }
 

@@ -7,6 +7,8 @@
 //! - `wire`: both providers' bodies (Ollama `format`, OpenAI `response_format`);
 //! - [`refusal`]: endpoints that refuse structured output, noted per role;
 //! - [`fence`](Fence): data in a prompt behind a per-prompt random boundary;
+//! - [`repetition`]: where a reply starts repeating itself (a small model's loop);
+//! - `write`: a free-text answer streamed to its end, cut at a loop ([`Written`]);
 //! - [`contracts`]: the shapes of every model answer Ghost parses, as JSON Schemas.
 //!
 //! Model access, a crate of its own (`ghost-llm`) below `ghost-shared`, which re-exports it
@@ -23,7 +25,9 @@ pub mod fence;
 mod image;
 mod message;
 pub mod refusal;
+pub mod repetition;
 mod wire;
+mod write;
 
 pub use client::{LlmClient, TokenStream};
 pub use config::{GenerationOptions, LlmRoleConfig, Provider, DEFAULT_MAX_RESPONSE_BYTES};
@@ -31,6 +35,8 @@ pub use contract::{Call, Contract, Urgency, PRIORITY_HEADER};
 pub use error::LlmError;
 pub use fence::Fence;
 pub use message::{ChatMessage, ContentPart, FileImage, ImagePart, ImageSource, Role};
+pub use repetition::RepetitionGuard;
+pub use write::{Ending, Written};
 
 /// Tracing target of every HTTP-level log line of the client (image audit included).
 pub const LOG_TARGET: &str = "provider.http";

@@ -147,10 +147,22 @@ pub(crate) fn apply_shape(
     provider: Provider,
     contract: Option<&Contract>,
     trailer: Option<(&str, &Contract)>,
+    reply_budget: Option<u32>,
 ) {
     let Some(obj) = body.as_object_mut() else {
         return;
     };
+    if let (Some(max), None) = (reply_budget, contract) {
+        match provider {
+            Provider::Ollama => {
+                let options = obj.entry("options").or_insert_with(|| json!({}));
+                if let Some(o) = options.as_object_mut() {
+                    budget(o, "num_predict", max);
+                }
+            }
+            Provider::Openai => budget(obj, "max_tokens", max),
+        }
+    }
     if let Some(c) = contract {
         match provider {
             Provider::Ollama => {
@@ -385,7 +397,7 @@ mod tests {
             max_tokens: 16,
         };
         let mut o = ollama_body("m", &msgs(), &opts(), false);
-        apply_shape(&mut o, Provider::Ollama, Some(&c), Some(("<<<", &c)));
+        apply_shape(&mut o, Provider::Ollama, Some(&c), Some(("<<<", &c)), None);
         assert_eq!(o["format"], json!({"type": "object"}));
         assert_eq!(o["options"]["num_predict"], 16);
         assert!(
@@ -393,21 +405,31 @@ mod tests {
             "Ollama has no lazy trailer"
         );
         let mut a = openai_body("m", &msgs(), &GenerationOptions::default(), false);
-        apply_shape(&mut a, Provider::Openai, Some(&c), None);
+        apply_shape(&mut a, Provider::Openai, Some(&c), None, Some(99));
         assert_eq!(
             a["response_format"],
             json!({"type": "json_schema", "json_schema": {"name": "route",
                    "schema": {"type": "object"}, "strict": true}})
         );
-        assert_eq!(a["max_tokens"], 16);
+        assert_eq!(a["max_tokens"], 16, "a contract brings its own budget");
         let mut t = openai_body("m", &msgs(), &opts(), true);
-        apply_shape(&mut t, Provider::Openai, None, Some(("<<<", &c)));
+        apply_shape(&mut t, Provider::Openai, None, Some(("<<<", &c)), None);
         assert_eq!(
             t["trailer_format"],
             json!({"trigger": "<<<", "schema": {"type": "object"}})
         );
         assert!(t.get("response_format").is_none());
         assert_eq!(t["max_tokens"], 42, "a reply keeps the role's budget");
+        // A reply's own budget: the smaller of it and the role's.
+        let mut r = openai_body("m", &msgs(), &GenerationOptions::default(), true);
+        apply_shape(&mut r, Provider::Openai, None, Some(("<<<", &c)), Some(160));
+        assert_eq!(r["max_tokens"], 160);
+        let mut r = openai_body("m", &msgs(), &opts(), true);
+        apply_shape(&mut r, Provider::Openai, None, None, Some(160));
+        assert_eq!(r["max_tokens"], 42);
+        let mut r = ollama_body("m", &msgs(), &GenerationOptions::default(), true);
+        apply_shape(&mut r, Provider::Ollama, None, None, Some(160));
+        assert_eq!(r["options"]["num_predict"], 160);
     }
 
     #[test]

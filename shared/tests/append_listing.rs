@@ -22,6 +22,7 @@ fn reply(id: Uuid, user_event_id: Uuid, text: &str) -> NewEvent {
             text: text.into(),
             affect: None,
             affect_rejected: Vec::new(),
+            cut: None,
         },
     )
 }

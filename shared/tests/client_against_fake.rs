@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use futures::StreamExt;
 use ghost_shared::llm::{
-    ChatMessage, GenerationOptions, ImagePart, LlmClient, LlmError, LlmRoleConfig, Provider,
+    Call, ChatMessage, GenerationOptions, ImagePart, LlmClient, LlmError, LlmRoleConfig, Provider,
 };
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use serde_json::Value;
@@ -24,6 +24,8 @@ fn config(provider: Provider, base_url: &str, timeout_secs: u64) -> LlmRoleConfi
         model: "test-model".into(),
         options: GenerationOptions::default(),
         timeout_secs,
+        stream_idle_secs: 30,
+        background_timeout_secs: 900,
         max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
         background_concurrency: 1,
     }
@@ -315,42 +317,84 @@ async fn hang_times_out_within_budget() {
 }
 
 #[tokio::test]
-async fn slow_chunks_time_out_mid_stream() {
+async fn a_stalled_stream_times_out_after_its_idle_bound() {
+    let fake = FakeLlm::start().await.unwrap();
+    for p in BOTH {
+        let mut cfg = config(p, &fake.base_url(), 10);
+        cfg.stream_idle_secs = 1;
+        let c = LlmClient::new(cfg, None).unwrap();
+        fake.push(
+            Script::chunks(vec!["a", "b", "c"]).with_chunk_delay(Duration::from_millis(1500)),
+        );
+        let t0 = Instant::now();
+        let (tokens, err) = collect(&c, &[ChatMessage::user("q")]).await.unwrap();
+        let took = t0.elapsed();
+        assert_eq!(
+            err,
+            Some(LlmError::Timeout {
+                after: Duration::from_secs(1)
+            }),
+            "{p:?}"
+        );
+        assert!(!tokens.is_empty() && tokens.len() < 3, "{tokens:?}");
+        assert!(took < Duration::from_secs(30), "{took:?}");
+    }
+    fake.shutdown().await;
+}
+
+/// A reply the user is already reading is not cut for its length: `timeout_secs` bounds the
+/// first token, the gaps after it `stream_idle_secs`.
+#[tokio::test]
+async fn a_started_stream_longer_than_the_timeout_is_read_to_its_end() {
     let fake = FakeLlm::start().await.unwrap();
     for p in BOTH {
         let c = LlmClient::new(config(p, &fake.base_url(), 1), None).unwrap();
         fake.push(
             Script::chunks(vec!["a", "b", "c", "d", "e", "f"])
+                .with_delay(Duration::from_millis(600))
                 .with_chunk_delay(Duration::from_millis(300)),
         );
-        let t0 = Instant::now();
         let (tokens, err) = collect(&c, &[ChatMessage::user("q")]).await.unwrap();
-        let took = t0.elapsed();
-        assert!(
-            matches!(err, Some(LlmError::Timeout { .. })),
-            "{p:?}: {err:?}"
-        );
-        assert!(!tokens.is_empty() && tokens.len() < 6, "{tokens:?}");
-        assert!(
-            took >= Duration::from_millis(950) && took < Duration::from_secs(30),
-            "{took:?}"
-        );
+        assert_eq!(err, None, "{p:?}");
+        assert_eq!(tokens.concat(), "abcdef");
     }
     fake.shutdown().await;
 }
 
 #[tokio::test]
-async fn slow_first_byte_counts_against_the_same_budget() {
-    // 600 ms before headers + 3 x 200 ms chunks > 1 s: the budget covers the whole call.
+async fn a_slow_first_token_times_out() {
     let fake = FakeLlm::start().await.unwrap();
     let c = LlmClient::new(config(Provider::Ollama, &fake.base_url(), 1), None).unwrap();
-    fake.push(
-        Script::chunks(vec!["a", "b", "c", "d"])
-            .with_delay(Duration::from_millis(600))
-            .with_chunk_delay(Duration::from_millis(200)),
-    );
-    let (_, err) = collect(&c, &[ChatMessage::user("q")]).await.unwrap();
+    fake.push(Script::chunks(vec!["a", "b"]).with_delay(Duration::from_millis(1500)));
+    let err = c.chat_stream(&[ChatMessage::user("q")]).await.err();
     assert!(matches!(err, Some(LlmError::Timeout { .. })), "{err:?}");
+    fake.shutdown().await;
+}
+
+/// A background call waits behind replies by design: `timeout_secs` does not bound it,
+/// `background_timeout_secs` does.
+#[tokio::test]
+async fn a_background_call_has_its_own_bound() {
+    let fake = FakeLlm::start().await.unwrap();
+    let mut cfg = config(Provider::Openai, &fake.base_url(), 1);
+    cfg.background_timeout_secs = 3;
+    let c = LlmClient::new(cfg, None).unwrap();
+    fake.push(Script::reply("late but fine").with_delay(Duration::from_millis(1500)));
+    let answer = c
+        .complete(&[ChatMessage::user("q")], Call::background())
+        .await;
+    assert_eq!(answer.as_deref(), Ok("late but fine"));
+    fake.push(Script::failing(Failure::Hang));
+    let err = c
+        .complete(&[ChatMessage::user("q")], Call::background())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        LlmError::Timeout {
+            after: Duration::from_secs(3)
+        }
+    );
     fake.shutdown().await;
 }
 

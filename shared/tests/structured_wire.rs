@@ -21,6 +21,8 @@ fn client(provider: Provider, fake: &FakeLlm, role: &str) -> LlmClient {
         model: "test-model".into(),
         options: GenerationOptions::default(),
         timeout_secs: 10,
+        stream_idle_secs: 30,
+        background_timeout_secs: 900,
         max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
         background_concurrency: 1,
     };

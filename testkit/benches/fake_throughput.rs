@@ -17,6 +17,8 @@ fn client(provider: Provider, fake: &FakeLlm) -> Option<LlmClient> {
             model: "bench".into(),
             options: Default::default(),
             timeout_secs: 10,
+            stream_idle_secs: 30,
+            background_timeout_secs: 900,
             max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
             background_concurrency: 1,
         },

@@ -135,6 +135,8 @@ async fn many_concurrent_zero_delay_calls_all_complete() {
             model: "m".into(),
             options: Default::default(),
             timeout_secs: 10,
+            stream_idle_secs: 30,
+            background_timeout_secs: 900,
             max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
             background_concurrency: 1,
         },

@@ -181,6 +181,7 @@ async fn said(
         text: turn.reply.clone(),
         affect: None,
         affect_rejected: Vec::new(),
+        cut: None,
     };
     let reply = NewEvent::closing_turn(&user, user_id, &reply, "persona")?;
     Ok(store

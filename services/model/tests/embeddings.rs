@@ -131,6 +131,8 @@ async fn the_route_speaks_the_openai_wire_to_ghosts_client() {
             model: NAME.into(),
             options: Default::default(),
             timeout_secs: 60,
+            stream_idle_secs: 30,
+            background_timeout_secs: 900,
             max_response_bytes: ghost_shared::llm::DEFAULT_MAX_RESPONSE_BYTES,
             background_concurrency: 1,
         },

@@ -58,6 +58,8 @@ fn client(max_tokens: Option<u32>, stop: Option<Vec<String>>) -> LlmClient {
                 ..GenerationOptions::default()
             },
             timeout_secs: 300,
+            stream_idle_secs: 30,
+            background_timeout_secs: 900,
             max_response_bytes: 1 << 20,
             background_concurrency: 1,
         },

@@ -144,16 +144,18 @@ impl MessageRenderer {
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(input.to_string()),
         ];
-        let text = self
+        // A budget (the model stops there) and an end at a repetition loop: streamed, so a
+        // long message is bounded by its first token and its pauses, never by its length.
+        let budget = self.ctx.config.ghost.autonomy.message_max_tokens;
+        let written = self
             .llm
-            .complete(&messages, Call::interactive())
+            .write(&messages, Call::interactive().with_budget(budget))
             .await
             .map_err(|e| e.to_string())?;
-        let text = text.trim();
-        if text.is_empty() {
+        if written.text.is_empty() {
             return Err("the model wrote an empty message".into());
         }
-        Ok(text.to_owned())
+        Ok(written.text)
     }
 
     async fn fail(

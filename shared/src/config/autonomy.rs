@@ -21,6 +21,8 @@ pub struct AutonomySettings {
     pub deliberation_prompt_file: PathBuf,
     /// The message prompt (relative to the repository root).
     pub message_prompt_file: PathBuf,
+    /// Most tokens of one autonomy message: the model stops there.
+    pub message_max_tokens: u32,
     /// How many recent events of the conversation the deliberation input holds.
     pub recent_events: usize,
     /// How many open tasks and goals the deliberation input holds at most.
@@ -39,6 +41,7 @@ impl Default for AutonomySettings {
             session_id: "console".into(),
             deliberation_prompt_file: PathBuf::from("prompts/autonomy_deliberation.md"),
             message_prompt_file: PathBuf::from("prompts/autonomy_message.md"),
+            message_max_tokens: 320,
             recent_events: 12,
             max_focus_items: 8,
             cli_agent: None,
@@ -198,6 +201,7 @@ impl AutonomySettings {
     /// Range checks serde cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.validate_push()?;
+        super::settings::at_least_tokens("autonomy.message_max_tokens", self.message_max_tokens)?;
         if self.session_id.trim().is_empty() {
             return Err(ConfigError::invalid(
                 "autonomy.session_id",

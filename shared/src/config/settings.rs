@@ -198,6 +198,11 @@ pub struct PersonaSettings {
     pub affect_prompt_file: PathBuf,
     /// The instruction for judging a work result before replying (seed 002 proposals).
     pub proposal_prompt_file: PathBuf,
+    /// Most tokens of a conversational reply, affect trailer included: the model stops
+    /// there and the reply is stored as it was shown.
+    pub reply_max_tokens: u32,
+    /// Most tokens of a reply that conveys a work result (a plan, an analysis, code).
+    pub result_reply_max_tokens: u32,
 }
 
 impl Default for PersonaSettings {
@@ -209,6 +214,8 @@ impl Default for PersonaSettings {
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
             proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),
+            reply_max_tokens: 400,
+            result_reply_max_tokens: 1536,
         }
     }
 }
@@ -263,6 +270,14 @@ pub struct CharacterConfig {
 fn positive(key: &str, value: u64) -> Result<(), ConfigError> {
     if value == 0 {
         return Err(ConfigError::invalid(key, "must be greater than 0"));
+    }
+    Ok(())
+}
+
+/// A reply budget: room for a sentence and the affect trailer at least.
+pub(crate) fn at_least_tokens(key: &str, value: u32) -> Result<(), ConfigError> {
+    if value < 32 {
+        return Err(ConfigError::invalid(key, "must be at least 32 tokens"));
     }
     Ok(())
 }
@@ -414,6 +429,11 @@ impl GhostSettings {
         positive(
             "persona.history_turns",
             self.persona.history_turns as u64 + 1,
+        )?;
+        at_least_tokens("persona.reply_max_tokens", self.persona.reply_max_tokens)?;
+        at_least_tokens(
+            "persona.result_reply_max_tokens",
+            self.persona.result_reply_max_tokens,
         )?;
         if let Some(endpoint) = &self.telemetry.otlp_endpoint {
             url_like("telemetry.otlp_endpoint", endpoint, &["http", "https"])?;

@@ -27,6 +27,8 @@ pub struct StageSettings {
     pub fuzzy_threshold: f64,
     /// Longest text shown per turn, in characters; longer replies are shortened (0 = no limit).
     pub max_chars: usize,
+    /// Most tokens of one character's line: the model stops there.
+    pub reply_max_tokens: u32,
     /// Greetings removed from the start of a reply (the seed's 挨拶除去), case-insensitive.
     pub greetings: Vec<String>,
     /// The shared rules every character gets (relative to the repository root).
@@ -48,6 +50,7 @@ impl Default for StageSettings {
             fallback: "round_robin".into(),
             fuzzy_threshold: 0.85,
             max_chars: 200,
+            reply_max_tokens: 160,
             greetings: [
                 "こんにちは",
                 "こんばんは",
@@ -84,6 +87,7 @@ impl StageSettings {
                 "must be a positive number of seconds",
             ));
         }
+        super::settings::at_least_tokens("stage.reply_max_tokens", self.reply_max_tokens)?;
         if !matches!(self.fallback.as_str(), "round_robin" | "random") {
             return Err(ConfigError::invalid(
                 "stage.fallback",

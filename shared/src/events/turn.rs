@@ -208,6 +208,11 @@ pub struct AssistantReplied {
     /// Trailer fields that were rejected (`field: reason`), for the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub affect_rejected: Vec<String>,
+    /// Why the reply ended before the model ended it, when it did: `repetition` (a loop cut
+    /// to one copy), `time_left` (the turn's time ran out), `interrupted: <error>` (the
+    /// stream broke off). The text is what was shown up to there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 impl EventPayload for AssistantReplied {

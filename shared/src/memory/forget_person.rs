@@ -205,6 +205,7 @@ mod tests {
             text: "you told me about zanzibar".into(),
             affect: None,
             affect_rejected: vec!["label: zanzibar".into()],
+            cut: None,
         };
         let by = Uuid::from_u128(7);
         let scrubbed = scrub(

@@ -317,8 +317,18 @@ async fn chat(
         .get("stream")
         .and_then(Value::as_bool)
         .unwrap_or(format == Format::Ollama);
+    // A model stops at the request's token budget (each chunk is one token), as real ones do.
+    let budget = body
+        .get("max_tokens")
+        .or_else(|| body.pointer("/options/num_predict"))
+        .and_then(Value::as_u64);
     let req = record(&s, path, headers, body, stream);
-    let script = next_script(&s, &req);
+    let mut script = next_script(&s, &req);
+    if let Some(n) = budget {
+        script
+            .chunks
+            .truncate(usize::try_from(n).unwrap_or(usize::MAX));
+    }
     let model = req.model.unwrap_or_else(|| "fake".to_string());
 
     if script.failure == Some(Failure::Hang) {

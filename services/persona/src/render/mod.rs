@@ -36,7 +36,9 @@ use ghost_shared::events::{
     persona_stream, AssistantReplied, JudgeRequested, PersonaProposed, RenderFailed,
     RenderRequested, UserMessageReceived, RECALL_STEP,
 };
-use ghost_shared::llm::{Call, ChatMessage, Fence, ImagePart, LlmClient, LlmError};
+use ghost_shared::llm::{
+    Call, ChatMessage, Fence, ImagePart, LlmClient, LlmError, RepetitionGuard,
+};
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
 use ghost_shared::mood_api::{self, MoodQuery};
@@ -111,6 +113,8 @@ struct Generated {
     affect: Option<Affect>,
     /// Trailer fields rejected (`field: reason`).
     rejected: Vec<String>,
+    /// Why it ended before the model ended it (`AssistantReplied::cut`).
+    cut: Option<String>,
 }
 
 /// The character this persona process speaks as (`persona.character`): a configuration
@@ -247,23 +251,25 @@ impl Renderer {
             .as_ref()
             .map_or(event.recorded_at, |e| e.recorded_at);
         let left = self.time_left(asked_at);
-        let generated = tokio::time::timeout(
-            left,
-            self.generate(&turn, &messages, prefix.clone())
-                .instrument(info_span!("model_call")),
-        )
-        .await
-        .unwrap_or(Err(LlmError::Timeout { after: left }))
-        .and_then(|g| {
-            // Only an affect trailer and no words is no reply at all.
-            if g.reply.trim().is_empty() {
-                Err(LlmError::MalformedStream(
-                    "the model wrote no reply text".into(),
-                ))
-            } else {
-                Ok(g)
-            }
-        });
+        let settings = &self.ctx.config.ghost.persona;
+        let budget = match request.work_result {
+            Some(_) => settings.result_reply_max_tokens,
+            None => settings.reply_max_tokens,
+        };
+        let generated = self
+            .generate(&turn, &messages, prefix.clone(), budget, left)
+            .instrument(info_span!("model_call"))
+            .await
+            .and_then(|g| {
+                // Only an affect trailer and no words is no reply at all.
+                if g.reply.trim().is_empty() {
+                    Err(LlmError::MalformedStream(
+                        "the model wrote no reply text".into(),
+                    ))
+                } else {
+                    Ok(g)
+                }
+            });
         let failure_code = generated.as_ref().err().map(|e| e.code());
         let (new_event, message) = match generated {
             Ok(generated) => {
@@ -276,6 +282,7 @@ impl Renderer {
                     text: text.clone(),
                     affect: generated.affect,
                     affect_rejected: generated.rejected,
+                    cut: generated.cut,
                 };
                 let e = NewEvent::closing_turn(&event, turn, &replied, service)
                     .map_err(HandlerError::permanent)?;

@@ -7,20 +7,33 @@ use super::*;
 impl Renderer {
     /// Streams the model's reply to the turn's subject, holding back everything from the
     /// affect marker on; the reply and its affect, or why not.
+    ///
+    /// The reply asks for at most `budget` tokens, and ends as a normal reply wherever it
+    /// stops once text was shown: at the budget (the model stops), at a repetition loop (cut
+    /// to one copy, the model call dropped), when the time `left` before the turn watchdog
+    /// runs out, or when the stream breaks off. Only a call that showed nothing fails.
     pub(super) async fn generate(
         &self,
         turn: &Uuid,
         messages: &[ChatMessage],
         prefix: Option<String>,
+        budget: u32,
+        left: std::time::Duration,
     ) -> Result<Generated, LlmError> {
+        let deadline = tokio::time::Instant::now() + left;
         let attempt = Uuid::new_v4();
         let marker = &self.ctx.config.ghost.persona.affect_marker;
         // The reply is free text; from the marker on, a backend that can (the embedded
         // server) holds the affect JSON to its schema.
         let contract = contracts::affect::trailer();
-        let call = Call::interactive().with_trailer(marker, &contract);
-        let stream = self.llm.stream(messages, call).await?;
+        let call = Call::interactive()
+            .with_trailer(marker, &contract)
+            .with_budget(budget);
+        let stream = tokio::time::timeout_at(deadline, self.llm.stream(messages, call))
+            .await
+            .unwrap_or(Err(LlmError::Timeout { after: left }))?;
         let mut filter = TrailerStreamFilter::new(marker);
+        let mut guard = RepetitionGuard::default();
         let mut seq = 0;
         // The route declaration, when there is one, is the reply's first line.
         self.emit(turn, attempt, &mut seq, prefix.unwrap_or_default())
@@ -28,17 +41,63 @@ impl Renderer {
         // Deltas that are already here go out as one message: a model (or a proxy) that
         // sends faster than it is read costs one publish per read, not one per token.
         let mut ready = stream.ready_chunks(READY_DELTAS);
-        while let Some(deltas) = ready.next().await {
+        let mut cut: Option<String> = None;
+        'read: loop {
+            let deltas = match tokio::time::timeout_at(deadline, ready.next()).await {
+                Ok(Some(deltas)) => deltas,
+                Ok(None) => break,
+                Err(_) if guard.text().trim().is_empty() => {
+                    return Err(LlmError::Timeout { after: left })
+                }
+                Err(_) => {
+                    cut = Some("time_left".into());
+                    break;
+                }
+            };
             let mut visible = String::new();
             for delta in deltas {
-                visible.push_str(&filter.push(&delta?));
+                let delta = match delta {
+                    Ok(delta) => delta,
+                    Err(e) if guard.text().trim().is_empty() && visible.trim().is_empty() => {
+                        return Err(e)
+                    }
+                    Err(e) => {
+                        cut = Some(format!("interrupted: {}", e.code()));
+                        self.emit(turn, attempt, &mut seq, visible).await;
+                        break 'read;
+                    }
+                };
+                let shown = filter.push(&delta);
+                visible.push_str(&shown);
+                if guard.push(&shown) {
+                    // The rest of this batch is more of the loop: it is not shown.
+                    cut = Some("repetition".into());
+                    break;
+                }
+            }
+            if cut.is_some() {
+                break;
             }
             self.emit(turn, attempt, &mut seq, visible).await;
         }
+        if cut.as_deref() == Some("repetition") {
+            // The loop's extra copies never become the reply (the model call is dropped
+            // with the stream, which stops it); its affect is reflected on later.
+            info!("reply cut where it started repeating itself");
+            return Ok(Generated {
+                reply: guard.kept().to_owned(),
+                affect: None,
+                rejected: Vec::new(),
+                cut,
+            });
+        }
         let outcome = filter.finish();
         self.emit(turn, attempt, &mut seq, outcome.tail).await;
-        let (affect, rejected) = match &outcome.trailer_raw {
-            Some(raw) => {
+        if let Some(why) = &cut {
+            info!(%why, "reply ended before the model ended it; kept as shown");
+        }
+        let (affect, rejected) = match (&outcome.trailer_raw, &cut) {
+            (Some(raw), None) => {
                 let parsed = parse_affect(raw);
                 let rejected = parsed
                     .rejected
@@ -48,7 +107,7 @@ impl Renderer {
                     .collect();
                 (Affect::from_parsed(&parsed), rejected)
             }
-            None => {
+            _ => {
                 info!("reply without an affect trailer; the worker will reflect on it");
                 (None, Vec::new())
             }
@@ -57,6 +116,7 @@ impl Renderer {
             reply: outcome.reply_text,
             affect,
             rejected,
+            cut,
         })
     }
 

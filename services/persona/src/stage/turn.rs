@@ -74,10 +74,13 @@ impl TurnHandler {
             ChatMessage::system(member.system_prompt.clone()),
             ChatMessage::user(transcript),
         ];
-        let limit: Duration = self.ctx.config.ghost.stage.model_timeout();
-        match tokio::time::timeout(limit, member.llm.complete(&messages, Call::interactive())).await
-        {
-            Ok(Ok(text)) => {
+        let stage = &self.ctx.config.ghost.stage;
+        let limit: Duration = stage.model_timeout();
+        // A line has a budget (the model stops there) and ends at a repetition loop.
+        let call = Call::interactive().with_budget(stage.reply_max_tokens);
+        match tokio::time::timeout(limit, member.llm.write(&messages, call)).await {
+            Ok(Ok(written)) => {
+                let text = written.text;
                 node::model_exchange("RESP", run, &member.character.name, &text);
                 Ok(text)
             }
