@@ -3,7 +3,8 @@
 //! - [`envelope`]: events as stored and carried (`NewEvent`, `RecordedEvent`, metadata,
 //!   stream names); [`events`]: the catalogue of payloads; [`event_enum!`]: the payloads a
 //!   handler takes as one enum, and [`event_types!`]: a descriptor's lists of types;
-//! - [`ids`]: deterministic event ids (idempotency);
+//! - [`ids`]: deterministic event ids (idempotency); [`clock`]: the one clock every
+//!   service and `recorded_at` read (simulated in evaluations);
 //! - [`store`]: the Postgres event store (append, read, gap-safe global order);
 //! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
 //! - [`event_log`]: append-then-publish with an outbox relay;
@@ -45,6 +46,7 @@ pub use ghost_metrics as metrics;
 
 pub mod autonomy;
 pub mod bus;
+pub mod clock;
 pub mod config;
 pub mod envelope;
 mod event_enum;

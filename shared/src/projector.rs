@@ -452,7 +452,7 @@ impl ProjectionRunner {
         let from = checkpoint(self.store.pool(), self.projection.name()).await?;
         let (events, age): (i64, f64) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM events WHERE position > $1), \
-             COALESCE((SELECT EXTRACT(EPOCH FROM clock_timestamp() - recorded_at)::float8 \
+             COALESCE((SELECT EXTRACT(EPOCH FROM ghost_now() - recorded_at)::float8 \
              FROM events WHERE position > $1 ORDER BY position LIMIT 1), 0)",
         )
         .bind(from.position)

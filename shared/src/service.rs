@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bus::{Bus, BusError, ConsumerSpec, HandlerError};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::envelope::RecordedEvent;
 use crate::event_log::{run_outbox_relay, EventLog};
@@ -139,6 +140,8 @@ pub struct ServiceContext {
     pub log: EventLog,
     /// This service's name (producer of its events, consumer-name prefix).
     pub service: &'static str,
+    /// The system's clock.
+    clock: Clock,
     /// What the service declares it consumes and appends, when it runs under its
     /// descriptor (as `ghost up` and `ghost run` start it); a bare context checks nothing.
     descriptor: Option<&'static ServiceDescriptor>,
@@ -153,10 +156,14 @@ impl ServiceContext {
         )
         .await?;
         let bus = Bus::connect(config.ghost.bus.clone()).await?;
+        let clock = Clock::of(store.pool(), config.ghost.clock.simulated)
+            .await
+            .map_err(|e| ServiceError::Store(StoreError::from(e)))?;
         Ok(Self {
             config: Arc::new(config),
             log: EventLog::new(store, bus),
             service,
+            clock,
             descriptor: None,
         })
     }
@@ -167,6 +174,7 @@ impl ServiceContext {
             config: self.config.clone(),
             log: self.log.clone(),
             service,
+            clock: self.clock.clone(),
             descriptor: None,
         }
     }
@@ -179,6 +187,7 @@ impl ServiceContext {
             config: self.config.clone(),
             log: self.log.declaring(descriptor.name, descriptor.appends),
             service: descriptor.name,
+            clock: self.clock.clone(),
             descriptor: Some(descriptor),
         }
     }
@@ -195,6 +204,11 @@ impl ServiceContext {
             }
         }
         Ok(ConsumerSpec::new(self.service, event_type))
+    }
+
+    /// The system's clock (`recorded_at` reads the same one).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// The event store.

@@ -41,7 +41,7 @@ pub async fn today(pool: &PgPool) -> Result<DayUse, StoreError> {
                 COALESCE(SUM((payload->>'completion_tokens')::bigint), 0)::bigint \
          FROM events \
          WHERE event_type = '{used}' \
-         AND recorded_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+         AND recorded_at >= date_trunc('day', ghost_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
         used = CloudTokensUsed::EVENT_TYPE,
     );
     let (prompt, completion): (i64, i64) = sqlx::query_as(&sql).fetch_one(pool).await?;

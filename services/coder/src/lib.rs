@@ -164,7 +164,10 @@ impl EventHandler for Coder {
             let contract = contracts::worker_output::contract::<&str>(&[]);
             let call = Call::interactive().shaped(&contract);
             match work
-                .within_deadline(self.llm.complete_counted(&messages, call))
+                .within_deadline(
+                    self.ctx.clock().now(),
+                    self.llm.complete_counted(&messages, call),
+                )
                 .await
             {
                 None => {

@@ -478,7 +478,12 @@ impl Watch {
             }
         };
         let timeout = state.ctx.config.ghost.gateway.turn_timeout_secs;
-        let frame = turn_frame(&self.session_id, last.as_ref(), timeout);
+        let frame = turn_frame(
+            &self.session_id,
+            last.as_ref(),
+            timeout,
+            state.ctx.clock().now(),
+        );
         if self.turn.as_ref() == Some(&frame) {
             return;
         }
@@ -530,11 +535,16 @@ async fn newer(
 }
 
 /// The turn state `last` (the newest message or outcome of the session) says.
-fn turn_frame(session_id: &str, last: Option<&RecordedEvent>, timeout_secs: u64) -> Value {
+fn turn_frame(
+    session_id: &str,
+    last: Option<&RecordedEvent>,
+    timeout_secs: u64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
     let idle = json!({ "type": "turn", "session_id": session_id, "state": "idle" });
     let Some(last) = last else { return idle };
     if last.is::<UserMessageReceived>() {
-        let age = chrono::Utc::now() - last.recorded_at;
+        let age = now - last.recorded_at;
         if age < chrono::Duration::seconds(timeout_secs as i64) {
             return json!({
                 "type": "turn", "session_id": session_id, "state": "running",

@@ -14,6 +14,8 @@
 //!   correcting and forgetting one memory (`POST /api/memory/edits`); [`forget_person`]:
 //!   forgetting a whole person (`POST /api/memory/forget-person`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
+//! - [`clock`]: the system's clock (`GET /api/clock`, `POST /api/clock/advance` when it is
+//!   simulated);
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`routes`]: every route in one table, the router built from it, and its JSON 404 and
 //!   405; [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors; [`extract`]: axum's
@@ -35,6 +37,7 @@ pub mod auth;
 pub mod autonomy;
 pub mod channel;
 pub mod chat;
+pub mod clock;
 pub mod console;
 pub mod conversations;
 pub mod deliver;

@@ -12,7 +12,7 @@ use axum::routing::MethodRouter;
 use axum::Router;
 
 use crate::error::ApiError;
-use crate::{autonomy, chat, console, conversations, forget_person, health, memory};
+use crate::{autonomy, chat, clock, console, conversations, forget_person, health, memory};
 use crate::{memory_edits, metrics};
 use crate::{partner_mood, recalls, sessions, stage, webhooks, AppState};
 
@@ -96,6 +96,8 @@ pub const ROUTES: &[Route] = &[
         post(forget_person::post)
     ),
     route!("/api/recalls/{event_id}", Bearer, get(recalls::get)),
+    route!("/api/clock", Bearer, get(clock::get)),
+    route!("/api/clock/advance", Bearer, post(clock::advance)),
 ];
 
 /// The HTTP routes: [`ROUTES`], and the JSON 404 for any other path.

@@ -325,7 +325,7 @@ fn running(state: &AppState, last: Option<&RecordedEvent>) -> bool {
     let Some(last) = last else { return false };
     let timeout =
         chrono::Duration::seconds(state.ctx.config.ghost.gateway.turn_timeout_secs as i64);
-    !last.is::<StageMemorySaved>() && chrono::Utc::now() - last.recorded_at < timeout
+    !last.is::<StageMemorySaved>() && state.ctx.clock().now() - last.recorded_at < timeout
 }
 
 fn metadata(correlation: Uuid) -> EventMetadata {

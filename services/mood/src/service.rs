@@ -66,13 +66,6 @@ struct Mood {
     cache: Arc<WindowCache>,
 }
 
-fn now_unix() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 impl Mood {
     /// The state a reply should use: the override, or the computed value at `now`.
     async fn answer(&self, query: MoodQuery) -> Result<MoodAnswer, String> {
@@ -87,8 +80,11 @@ impl Mood {
         let (state, overridden) = match overridden {
             Some(state) => (state, true),
             None => (
-                self.computed(&query.persona, query.now.unwrap_or_else(now_unix))
-                    .await?,
+                self.computed(
+                    &query.persona,
+                    query.now.unwrap_or_else(|| self.ctx.clock().now_unix()),
+                )
+                .await?,
                 false,
             ),
         };

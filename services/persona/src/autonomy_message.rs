@@ -126,7 +126,7 @@ impl MessageRenderer {
     /// read: the message is still said).
     async fn cares(&self) -> Cares {
         let pool = self.ctx.store().pool();
-        let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+        let now = self.ctx.clock().now_unix();
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
         match MemoryProjection::load_focus(pool, &self.character.name, DEFAULT_PERSON).await {
             Ok(memory) => Cares::of(&memory, now, tau),

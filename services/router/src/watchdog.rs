@@ -74,8 +74,8 @@ pub async fn close_overdue_turns(ctx: &ServiceContext) -> Result<usize, Watchdog
     let sql = format!(
         "SELECT u.event_id FROM events u \
          WHERE u.event_type = '{user}' \
-         AND u.recorded_at < now() - make_interval(secs => $1) \
-         AND u.recorded_at >= now() - make_interval(secs => $2) \
+         AND u.recorded_at < ghost_now() - make_interval(secs => $1) \
+         AND u.recorded_at >= ghost_now() - make_interval(secs => $2) \
          AND NOT EXISTS (SELECT 1 FROM events o WHERE o.stream = u.stream \
              AND o.version > u.version \
              AND o.event_type IN ('{replied}', '{failed}', '{timed_out}') \

@@ -85,7 +85,7 @@ impl EventHandler for Worker {
         let contract = contracts::worker_output::contract(&sources);
         let call = Call::interactive().shaped(&contract);
         let outcome = match work
-            .within_deadline(self.llm.complete(&messages, call))
+            .within_deadline(self.ctx.clock().now(), self.llm.complete(&messages, call))
             .await
         {
             None => {

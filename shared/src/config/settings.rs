@@ -53,6 +53,18 @@ pub struct GhostSettings {
     pub memory: super::memory::MemorySettings,
     /// The cloud coder's daily token cap.
     pub coder: super::coder::CoderSettings,
+    /// The system's clock.
+    pub clock: ClockSettings,
+}
+
+/// `clock:`: the one clock every service reads (`ghost_shared::clock`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClockSettings {
+    /// Whether the clock may be moved forward (`POST /api/clock/advance`), so that an
+    /// evaluation lets days pass in minutes. Never on a deployment people use: a moved clock
+    /// stays moved for the database.
+    pub simulated: bool,
 }
 
 /// `mood:`.

@@ -67,13 +67,17 @@ impl EventPayload for WorkRequested {
 pub const TIME_LIMIT: &str = "time_limit";
 
 impl WorkRequested {
-    /// Runs `work` until the request's deadline: None when the time ran out first (or had
-    /// already). Without a deadline it runs to its end.
-    pub async fn within_deadline<F: std::future::Future>(&self, work: F) -> Option<F::Output> {
+    /// Runs `work` until the request's deadline, on the system's clock (`now`): None when the
+    /// time ran out first (or had already). Without a deadline it runs to its end.
+    pub async fn within_deadline<F: std::future::Future>(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        work: F,
+    ) -> Option<F::Output> {
         let Some(deadline) = self.deadline else {
             return Some(work.await);
         };
-        let left = (deadline - chrono::Utc::now()).to_std().ok()?;
+        let left = (deadline - now).to_std().ok()?;
         tokio::time::timeout(left, work).await.ok()
     }
 }

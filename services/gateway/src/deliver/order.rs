@@ -35,7 +35,7 @@ async fn previous(
     // (migration 0071) is only chosen when the query's own filter matches its predicate.
     let sql = format!(
         "SELECT p.event_id, \
-                EXTRACT(EPOCH FROM clock_timestamp() - p.recorded_at)::float8, \
+                EXTRACT(EPOCH FROM ghost_now() - p.recorded_at)::float8, \
                 EXISTS (SELECT 1 FROM events d \
                         WHERE d.stream = p.stream AND d.version > p.version \
                           AND d.event_type = ANY($3) \

@@ -109,7 +109,7 @@ impl Renderer {
                 _ => None,
             },
         };
-        let took = user_at.and_then(|at| (chrono::Utc::now() - at).to_std().ok());
+        let took = user_at.and_then(|at| (self.ctx.clock().now() - at).to_std().ok());
         ghost_shared::metrics::turn_ended(request.channel.as_str(), failure_code, took);
     }
 }

@@ -160,7 +160,7 @@ impl Renderer {
         let turn = chrono::Duration::seconds(
             i64::try_from(self.ctx.config.ghost.routing.turn_timeout_secs).unwrap_or(i64::MAX),
         );
-        let left = (asked_at + turn - chrono::Utc::now())
+        let left = (asked_at + turn - self.ctx.clock().now())
             .to_std()
             .unwrap_or_default();
         left.saturating_sub(RENDER_MARGIN)
