@@ -81,13 +81,14 @@ impl ServiceName {
         self.descriptor().metrics_port_offset
     }
 
-    /// What `ghost up` runs: the embedded model first when the configuration asks for it,
+    /// What `ghost up` runs: the embedded model first when the configuration asks for it (its
+    /// chat model, or the embedding model vector recall uses whichever chat model answers),
     /// then every service of [`Self::ALL`], then the write-plan service (after each reply,
     /// off the reply's path; kept out of `ALL` so tests that script the worker model's
     /// answers in order only get the calls they script).
     pub fn up(config: &Config) -> Vec<ServiceName> {
         let mut services = Vec::new();
-        if config.ghost.model.enabled {
+        if config.ghost.model.enabled || config.serves_embeddings() {
             services.push(ServiceName::Model);
         }
         services.extend(ServiceName::ALL);

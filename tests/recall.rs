@@ -382,24 +382,47 @@ async fn style_and_avoid_biases_rank_what_was_annotated_with_them() {
     app.cleanup().await;
 }
 
-/// Plants utterances of an old session: the memory at position 1, then enough newer lines
-/// that recency alone does not reach it.
-async fn plant_memory_under_newer_lines(pool: &sqlx::PgPool, memory: &str) {
+/// The memory said first in an old conversation, through the chat API, then enough newer
+/// lines that recency alone does not reach it.
+async fn say_memory_under_newer_lines(app: &TestApp, memory: &str) {
     let filler: Vec<String> = (0..25)
         .map(|i| format!("line {i} about the weather forecast"))
         .collect();
-    for (i, text) in std::iter::once(memory.to_owned()).chain(filler).enumerate() {
-        say_in_old_session(pool, i as i64 + 1, &text).await;
+    for text in std::iter::once(memory.to_owned()).chain(filler) {
+        app.reply(Script::reply("I see."));
+        assert_eq!(app.chat("old", &text).await.last().unwrap().event, "done");
     }
 }
 
 #[tokio::test]
 async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source() {
     use ghost_shared::llm::{LlmClient, LlmRoleConfig, Provider};
-    let fake = ghost_testkit::fake_llm::FakeLlm::start().await.unwrap();
-    let env = TestEnv::new("http://127.0.0.1:9", &[]).await;
-    let store = env.store().await;
-    plant_memory_under_newer_lines(store.pool(), "Mochi is my tabby").await;
+    // The embedding projection embeds every line as it is said, on the fake model's
+    // Ollama wire; recall is off, so nothing else ever embeds.
+    let app = TestApp::spawn_adjusted(
+        &ServiceName::ALL,
+        &[("GHOST_MEMORY__RECALL_ENABLED", "false")],
+        |config| {
+            let mut role = config.ghost.llm["persona"].clone();
+            role.model = "embed-fake".into();
+            config.ghost.llm.insert("embedding".into(), role);
+        },
+    )
+    .await;
+    let base_url = app.llm.base_url();
+    say_memory_under_newer_lines(&app, "Mochi is my tabby").await;
+    let pool = app.store.pool().clone();
+    eventually(Duration::from_secs(30), "every line embedded", || {
+        let pool = pool.clone();
+        async move {
+            let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_embeddings")
+                .fetch_one(&pool)
+                .await
+                .ok()?;
+            (stored == 2 * 26).then_some(())
+        }
+    })
+    .await;
     let plan = retrieval_plan(
         "kitten?",
         RetrievalLimits {
@@ -409,7 +432,7 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
         Default::default(),
     );
     let run = |embedding: Option<LlmClient>| {
-        let (store, plan) = (store.clone(), plan.clone());
+        let (pool, plan) = (pool.clone(), plan.clone());
         async move {
             let scope = Scope {
                 persona: "kuro",
@@ -419,7 +442,7 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
                 similarity_threshold: 0.1,
                 embedding: embedding.as_ref(),
             };
-            collect(store.pool(), scope, &plan).await
+            collect(&pool, scope, &plan).await
         }
     };
 
@@ -429,12 +452,13 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
     assert!(off.candidates.iter().all(|c| !c.text.contains("tabby")));
     assert_eq!(off.counts["trigram_events"], 0);
 
-    // Either wire format: the vector source alone finds it.
+    // Either wire format asks for the question's vector: the vector source alone finds it.
+    let asked = app.llm.requests().len();
     for provider in [Provider::Ollama, Provider::Openai] {
         let cfg: LlmRoleConfig = serde_json::from_value(json!({
             "provider": provider.as_str(),
-            "base_url": fake.base_url(),
-            "model": format!("embed-{}", provider.as_str()),
+            "base_url": base_url,
+            "model": "embed-fake",
         }))
         .unwrap();
         let on = run(Some(LlmClient::new(cfg, None).unwrap())).await;
@@ -449,17 +473,24 @@ async fn a_memory_sharing_no_trigram_is_recalled_only_through_the_vector_source(
         assert_eq!(on.counts["trigram_events"], 0);
         assert!(on.counts["vector"] >= 1);
     }
-    let paths: Vec<String> = fake.requests().into_iter().map(|r| r.path).collect();
-    assert!(
-        paths.contains(&"/api/embed".to_owned()) && paths.contains(&"/v1/embeddings".to_owned())
-    );
-    // Every utterance of the old session has one stored vector per model.
+    // Each recall embedded its question alone (one text per request).
+    let recalls: Vec<_> = app.llm.requests().into_iter().skip(asked).collect();
+    let paths: Vec<&str> = recalls.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/api/embed", "/v1/embeddings"]);
+    for r in &recalls {
+        assert_eq!(
+            ghost_testkit::fake_llm::embed::inputs(&r.body)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
     let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_embeddings")
-        .fetch_one(store.pool())
+        .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(stored, 2 * 26);
-    env.cleanup().await;
+    assert_eq!(stored, 2 * 26, "a recall stores no vector");
+    app.cleanup().await;
 }
 
 /// Collects for `message` with only the database sources (no vector model).

@@ -116,7 +116,7 @@ async fn seed(pool: &sqlx::PgPool, events: i64) -> Result<()> {
 }
 
 /// A stored vector for every utterance and state (384 dimensions, as all-MiniLM-L6-v2's),
-/// as recall's backfill would have left them.
+/// as the embedding projection would have left them.
 async fn seed_vectors(pool: &sqlx::PgPool, model: &str) -> Result<()> {
     // Correlated with the row (`g`), so each row draws its own.
     let vector =

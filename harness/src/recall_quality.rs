@@ -35,7 +35,8 @@ use clap::Args;
 use ghost_shared::llm::LlmClient;
 use ghost_shared::store::EventStore;
 
-use ghost_persona::recall::vector::backfill;
+use ghost_persona::embeddings::EmbeddingProjection;
+use ghost_shared::projector::ProjectionRunner;
 use measure::{Outcome, CONFIGS};
 
 /// Options of `ghost-harness recall-quality`.
@@ -72,26 +73,23 @@ pub struct Run {
     pub cosines: threshold::CosineCheck,
 }
 
-/// Embeds every stored memory recall may compare (for each person), as recall's own
-/// backfill does a batch at a time.
+/// Embeds every stored line and state, as the persona's embedding projection does when
+/// they are said (here: its rebuild over the seeded store).
 async fn embed_all(store: &EventStore, model: &LlmClient) -> Result<usize> {
-    let count = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM memory_embeddings")
-            .fetch_one(store.pool())
-            .await
-    };
-    for person in facts::PEOPLE {
-        loop {
-            let before = count().await?;
-            backfill(store.pool(), model, seed::PERSONA, person, "none")
-                .await
-                .map_err(|e| anyhow!(e))?;
-            if count().await? == before {
-                break;
-            }
-        }
-    }
-    Ok(count().await? as usize)
+    let projection = std::sync::Arc::new(EmbeddingProjection::new(model.clone()));
+    ProjectionRunner::new(
+        store.clone(),
+        projection,
+        500,
+        std::time::Duration::from_millis(100),
+    )
+    .rebuild()
+    .await
+    .map_err(|e| anyhow!("embedding the seeded store: {e}"))?;
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_embeddings")
+        .fetch_one(store.pool())
+        .await?;
+    Ok(count as usize)
 }
 
 /// Seeds and measures in `store` (a fresh, migrated database) with `settings`' recall

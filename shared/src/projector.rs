@@ -31,6 +31,10 @@ pub enum ProjectionError {
     /// Reading events or writing the model failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A service the projection needs (a model endpoint) did not answer: the pass is tried
+    /// again later, nothing is parked.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
     /// A projected event does not decode (a bug or a corrupt store: stops the runner).
     #[error("event {event_id} ({event_type}) does not decode: {reason}")]
     Decode {
@@ -66,6 +70,9 @@ impl ProjectionError {
     /// never parked; everything else (a payload that does not decode, a statement the data
     /// violates) is parked.
     pub fn is_transient(&self) -> bool {
+        if matches!(self, ProjectionError::Unavailable(_)) {
+            return true;
+        }
         let ProjectionError::Store(StoreError::Database(e)) = self else {
             return false;
         };

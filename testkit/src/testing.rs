@@ -126,6 +126,9 @@ impl TestEnv {
                 "tests/fixtures/routing_chat_only.yaml".into(),
             ),
             ("GHOST_API_TOKEN".into(), "test-token".into()),
+            // No embedding server runs in a test unless it starts one (the model's files
+            // are on every machine that ran deploy/model.sh).
+            ("GHOST_MODEL__EMBEDDINGS".into(), "false".into()),
             // Recall's selection asks the worker model: off unless a test of memory turns it
             // on, so tests that script the worker's answers in order get only their calls.
             ("GHOST_MEMORY__RECALL_ENABLED".into(), "false".into()),
@@ -378,6 +381,7 @@ pub fn embedded_model_overrides(
             embedded_model_file().display().to_string(),
         ),
         ("GHOST_MODEL__NAME".to_owned(), name.to_owned()),
+        ("GHOST_MODEL__EMBEDDINGS".to_owned(), "true".to_owned()),
         (
             "GHOST_MODEL__EMBEDDING_PATH".to_owned(),
             embedding_model_dir().display().to_string(),

@@ -57,22 +57,32 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     start: |ctx| Box::pin(async move { start(&ctx.config).await }),
 };
 
-/// Loads the model of `model:` (path relative to the repository root), warms it up and
-/// serves it on `model.listen`, with the embedding model of `model.embedding_path` when set.
+/// Loads the model of `model:` (path relative to the repository root) when `model.enabled`,
+/// warms it up and serves it on `model.listen`, with the embedding model of
+/// `model.embedding_path` when it serves embeddings ([`Config::serves_embeddings`]). With
+/// embeddings alone (a chat model elsewhere, such as Ollama), no GGUF is loaded.
 pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
     let settings = &config.ghost.model;
-    let path = config.resolve(&settings.path);
-    let engine = Engine::start(EngineConfig {
-        path,
-        threads: settings.threads,
-        context_size: settings.context_size,
-        max_tokens: settings.max_tokens,
-        batch_size: settings.batch_size,
-        queue_depth: settings.queue_depth,
-    })
-    .await
-    .map_err(|e| ServiceError::Config(format!("model: {e}")))?;
-    let embedding = match &settings.embedding_path {
+    let engine = match settings.enabled {
+        true => Some(
+            Engine::start(EngineConfig {
+                path: config.resolve(&settings.path),
+                threads: settings.threads,
+                context_size: settings.context_size,
+                max_tokens: settings.max_tokens,
+                batch_size: settings.batch_size,
+                queue_depth: settings.queue_depth,
+            })
+            .await
+            .map_err(|e| ServiceError::Config(format!("model: {e}")))?,
+        ),
+        false => None,
+    };
+    let embedding_dir = settings
+        .embedding_path
+        .as_ref()
+        .filter(|_| config.serves_embeddings());
+    let embedding = match embedding_dir {
         Some(dir) => {
             let dir = config.resolve(dir);
             let (threads, queue_depth) = (settings.embedding_threads, settings.queue_depth);
@@ -97,18 +107,34 @@ pub async fn start(config: &Config) -> Result<ServiceHandle, ServiceError> {
         .await
         .map_err(|e| ServiceError::Config(format!("model.listen {}: {e}", settings.listen)))?;
     let addr = listener.local_addr()?;
-    let info = engine.info();
-    tracing::info!(
-        %addr, model = %settings.name, context = info.context_size,
-        trained_context = info.trained_context, parameters = info.parameters,
-        own_chat_template = info.own_template, threads = settings.threads,
-        "embedded model ready"
-    );
-    let mut app = server::router(server::AppState {
-        engine,
-        name: Arc::from(settings.name.as_str()),
-        embedding_name: embedding.as_ref().map(|e| e.name.clone()),
-    });
+    let embedding_name = embedding.as_ref().map(|e| e.name.clone());
+    let mut app = match (engine, embedding_name) {
+        (Some(engine), embedding_name) => {
+            let info = engine.info();
+            tracing::info!(
+                %addr, model = %settings.name, context = info.context_size,
+                trained_context = info.trained_context, parameters = info.parameters,
+                own_chat_template = info.own_template, threads = settings.threads,
+                "embedded model ready"
+            );
+            server::router(server::AppState {
+                engine,
+                name: Arc::from(settings.name.as_str()),
+                embedding_name,
+            })
+        }
+        (None, Some(name)) => {
+            tracing::info!(%addr, "embedding server ready (no chat model: model.enabled is false)");
+            server::embeddings_only_router(name)
+        }
+        (None, None) => {
+            return Err(ServiceError::Config(
+                "model: nothing to serve (model.enabled is false and no embedding model: \
+                 run deploy/model.sh, or set model.embedding_path)"
+                    .into(),
+            ))
+        }
+    };
     if let Some(embedding) = embedding {
         app = app.merge(server::embedding_router(embedding));
     }

@@ -102,6 +102,42 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The routes of a server with no chat model loaded (`model.enabled` off): embeddings only.
+/// A completion request gets 404 `model_not_loaded`, and `/v1/models` lists the embedding
+/// model alone.
+pub fn embeddings_only_router(embedding_name: Arc<str>) -> Router {
+    let name = embedding_name.clone();
+    Router::new()
+        .route("/v1/chat/completions", post(no_chat_model))
+        .route("/chat/completions", post(no_chat_model))
+        .route(
+            "/v1/models",
+            get(move || {
+                let name = name.clone();
+                async move {
+                    Json(json!({"object": "list", "data": [
+                        {"id": &*name, "object": "model", "created": 0, "owned_by": "ghost"}]}))
+                }
+            }),
+        )
+        .route(
+            "/healthz",
+            get(move || {
+                let name = embedding_name.clone();
+                async move { Json(json!({"status": "ok", "embedding_model": &*name})) }
+            }),
+        )
+}
+
+async fn no_chat_model() -> Response {
+    error_response(&ApiError {
+        status: 404,
+        kind: "invalid_request_error",
+        code: "model_not_loaded",
+        message: "this server serves embeddings only (model.enabled is false)".into(),
+    })
+}
+
 fn error_response(e: &ApiError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, Json(e.body())).into_response()

@@ -33,8 +33,6 @@ pub struct MessageRenderer {
     character: CharacterConfig,
     system: String,
     llm: LlmClient,
-    /// `llm.embedding`, when configured: a message is embedded as it is said.
-    embedding: Option<LlmClient>,
 }
 
 /// The event type this handler consumes.
@@ -61,15 +59,10 @@ impl MessageRenderer {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
-        let embedding = match ctx.config.ghost.llm.contains_key("embedding") {
-            true => Some(ctx.llm("embedding")?),
-            false => None,
-        };
         Ok(Self {
             system: format!("{rules}\n\n{message}"),
             character,
             llm,
-            embedding,
             ctx,
         })
     }
@@ -206,23 +199,7 @@ impl MessageRenderer {
             },
         )
         .await;
-        // Embedded as it is said, like an utterance recall compares against; a failure
-        // leaves it to recall's lazy backfill.
-        if let Some(model) = &self.embedding {
-            let pool = self.ctx.store().pool();
-            let text = &message.text;
-            let said = crate::recall::vector::store_said(
-                pool,
-                model,
-                &message.session_id,
-                stored.event_id,
-                false,
-                text,
-            );
-            if let Err(e) = said.await {
-                warn!(message = %stored.event_id, error = %e, "autonomy message not embedded; recall will");
-            }
-        }
+        // Its vector comes from the embedding projection, like every other line's.
         Ok(())
     }
 }

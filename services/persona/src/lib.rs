@@ -7,11 +7,14 @@
 //! - [`autonomy_message`]: the persona's message about an autonomous action (stored, then
 //!   published; nothing when the render fails);
 //! - [`recall`]: what the persona remembers before it replies (seed 001 B-1/B-2);
+//! - [`embeddings`]: everything said (and every state) embedded when it is said, a
+//!   projection off the reply's path, so recall embeds only its query;
 //! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
 //! - [`next_speaker`]: `[Next: …]` resolution; [`stage`]: the multi-character stage loop.
 
 pub mod autonomy_message;
 pub mod capsule;
+pub mod embeddings;
 pub mod next_speaker;
 pub mod prompt;
 pub mod recall;
@@ -58,7 +61,14 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::events::StageMemorySaved,
     ],
     metrics_port_offset: 3,
-    projections: |_| vec![Arc::new(AssistantTextProjection)],
+    projections: |config| {
+        let mut projections: Vec<Arc<dyn ghost_shared::projector::Projection>> =
+            vec![Arc::new(AssistantTextProjection)];
+        if let Some(vectors) = embeddings::projection(config) {
+            projections.push(vectors);
+        }
+        projections
+    },
     start: |ctx| Box::pin(start(ctx)),
 };
 
@@ -76,6 +86,14 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         Duration::from_millis(p.poll_interval_ms),
     );
     handle.run_projection(runner);
+    if let Some(vectors) = embeddings::projection(&ctx.config) {
+        handle.run_projection(ProjectionRunner::new(
+            ctx.store().clone(),
+            vectors,
+            p.batch_size,
+            Duration::from_millis(p.poll_interval_ms),
+        ));
+    }
     for event_type in render::PersonaRequest::TYPES {
         handle.spawn(run_consumer(
             ctx.bus().clone(),

@@ -139,10 +139,11 @@ impl Config {
                 file: "characters.yaml".into(),
                 message: e.to_string(),
             })?;
-        // Vector recall is on whenever the embedded model serves embeddings, unless
+        // Vector recall is on whenever the embedded embedding model is there to serve, unless
         // `llm.embedding` names another endpoint (Ollama, OpenAI).
         if !ghost.llm.contains_key("embedding") {
-            if let Some(role) = ghost.model.embedding_role() {
+            let present = embedding_files_present(&ghost.model, &base_dir);
+            if let Some(role) = ghost.model.embedding_role(present) {
                 ghost.llm.insert("embedding".into(), role);
             }
         }
@@ -159,6 +160,18 @@ impl Config {
         })
     }
 
+    /// Whether this deployment serves the embedded embedding model itself (`ghost up` or
+    /// `ghost run model` start it): `model.embeddings` on, its files there, and `llm.embedding`
+    /// pointing at it rather than at another endpoint.
+    pub fn serves_embeddings(&self) -> bool {
+        let model = &self.ghost.model;
+        embedding_files_present(model, &self.base_dir)
+            && model.embeddings
+            && self.ghost.llm.get("embedding").is_some_and(|role| {
+                role.base_url.contains(&model.listen) && role.model == model.embedding_name
+            })
+    }
+
     /// A path from the config resolved against [`Config::base_dir`].
     pub fn resolve(&self, path: &Path) -> PathBuf {
         if path.is_absolute() {
@@ -167,6 +180,18 @@ impl Config {
             self.base_dir.join(path)
         }
     }
+}
+
+/// Whether the embedding model's weights are where `model.embedding_path` points.
+fn embedding_files_present(model: &ModelSettings, base_dir: &Path) -> bool {
+    model.embedding_path.as_ref().is_some_and(|dir| {
+        let dir = if dir.is_absolute() {
+            dir.clone()
+        } else {
+            base_dir.join(dir)
+        };
+        dir.join("model.safetensors").is_file()
+    })
 }
 
 /// Loads `masking.yaml` from the config directory and makes it the process's masking rules

@@ -21,8 +21,13 @@ pub const DEFAULT_EMBEDDING_DIR: &str = "all-MiniLM-L6-v2";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelSettings {
-    /// Whether `ghost up` starts the embedded model server with the other services.
+    /// Whether `ghost up` starts the embedded chat model with the other services.
     pub enabled: bool,
+    /// Whether the embedding model of `embedding_path` is served (by `ghost up`, or
+    /// `ghost run model`) and used for vector recall, whichever chat model answers: on by
+    /// default, when its files are there (`deploy/model.sh`) and `llm.embedding` names no
+    /// other endpoint.
+    pub embeddings: bool,
     /// Listen address (loopback by default: the server has no authentication).
     pub listen: String,
     /// The GGUF file (relative to the repository root).
@@ -54,6 +59,7 @@ impl Default for ModelSettings {
     fn default() -> Self {
         Self {
             enabled: false,
+            embeddings: true,
             listen: "127.0.0.1:8090".into(),
             path: PathBuf::from(".ghost-data/models").join(DEFAULT_MODEL_FILE),
             name: "smollm2-135m-instruct".into(),
@@ -136,10 +142,11 @@ impl ModelSettings {
         Ok(())
     }
 
-    /// `llm.embedding` pointing at this server's `/v1/embeddings`: what an enabled embedded
-    /// model with an embedding model gives when `llm.embedding` is not configured.
-    pub fn embedding_role(&self) -> Option<crate::llm::LlmRoleConfig> {
-        if !self.enabled || self.embedding_path.is_none() {
+    /// `llm.embedding` pointing at this server's `/v1/embeddings`: what serving the
+    /// embedding model gives when `llm.embedding` is not configured. `files_present` says
+    /// whether the model's files are where `embedding_path` points.
+    pub fn embedding_role(&self, files_present: bool) -> Option<crate::llm::LlmRoleConfig> {
+        if !self.embeddings || self.embedding_path.is_none() || !files_present {
             return None;
         }
         serde_json::from_value(serde_json::json!({

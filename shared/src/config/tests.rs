@@ -212,31 +212,56 @@ fn the_embedded_model_section_is_checked_and_overridable() {
     assert!(err.to_string().contains("thread"), "{err}");
 }
 
+/// Loads `ghost` with `vars` from a directory that holds the embedding model's weights (when
+/// `present`), as deploy/model.sh leaves them.
+fn load_beside_models(ghost: &str, vars: &[(&str, &str)], present: bool) -> Config {
+    let base = std::env::temp_dir().join(format!("ghost-config-{}", uuid::Uuid::new_v4()));
+    let dir = base
+        .join(".ghost-data/models")
+        .join(super::DEFAULT_EMBEDDING_DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    if present {
+        std::fs::write(dir.join("model.safetensors"), b"weights").unwrap();
+    }
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    let config = Config::from_strings(ghost, CHARACTERS, &vars, base.clone()).unwrap();
+    std::fs::remove_dir_all(base).unwrap();
+    config
+}
+
 #[test]
-fn an_enabled_embedded_model_turns_vector_recall_on_unless_another_endpoint_is_named() {
-    // Off: no embedding role, so no vector recall.
-    let c = load(GHOST, &[]).unwrap();
+fn vector_recall_is_on_whichever_chat_model_answers_unless_another_endpoint_is_named() {
+    let listen = [("GHOST_MODEL__LISTEN", "127.0.0.1:8099")];
+    // Without the embedding model's files: no embedding role, so no vector recall.
+    let c = load_beside_models(GHOST, &listen, false);
     assert!(!c.ghost.llm.contains_key("embedding"));
-    // On: llm.embedding is the embedded model's /v1/embeddings.
-    let on = [
-        ("GHOST_MODEL__ENABLED", "true"),
-        ("GHOST_MODEL__LISTEN", "127.0.0.1:8099"),
-    ];
-    let c = load(GHOST, &on).unwrap();
+    assert!(!c.serves_embeddings());
+    // With them, and the chat model elsewhere (Ollama): the embedded /v1/embeddings.
+    let c = load_beside_models(GHOST, &listen, true);
+    assert!(!c.ghost.model.enabled);
     let role = &c.ghost.llm["embedding"];
     assert_eq!(role.provider, crate::llm::Provider::Openai);
     assert_eq!(role.base_url, "http://127.0.0.1:8099/v1");
     assert_eq!(role.model, "all-minilm-l6-v2");
-    // A configured endpoint (Ollama, OpenAI) stays.
+    assert!(c.serves_embeddings());
+    // Turned off: none.
+    let off = [listen[0], ("GHOST_MODEL__EMBEDDINGS", "false")];
+    let c = load_beside_models(GHOST, &off, true);
+    assert!(!c.ghost.llm.contains_key("embedding"));
+    assert!(!c.serves_embeddings());
+    // A configured endpoint (Ollama, OpenAI) stays, and the embedded one is not served.
     let ollama = format!(
         "{GHOST}  embedding:\n    provider: ollama\n    base_url: http://127.0.0.1:11434\n    model: nomic-embed-text\n"
     );
-    let c = load(&ollama, &on).unwrap();
+    let c = load_beside_models(&ollama, &listen, true);
     assert_eq!(c.ghost.llm["embedding"].model, "nomic-embed-text");
+    assert!(!c.serves_embeddings());
     // No embedding model: no role.
-    let mut none = on.to_vec();
-    none.push(("GHOST_MODEL__EMBEDDING_PATH", "null"));
-    let c = load(GHOST, &none).unwrap();
+    let none = [listen[0], ("GHOST_MODEL__EMBEDDING_PATH", "null")];
+    let c = load_beside_models(GHOST, &none, true);
     assert!(c.ghost.model.embedding_path.is_none());
     assert!(!c.ghost.llm.contains_key("embedding"));
     let err = load(GHOST, &[("GHOST_MODEL__EMBEDDING_THREADS", "0")]).unwrap_err();

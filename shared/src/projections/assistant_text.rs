@@ -270,16 +270,23 @@ fn rows_of<'a>(
 }
 
 /// Who said what in an event that is part of the conversation.
-struct Said {
-    session_id: String,
-    role: &'static str,
-    speaker: String,
-    source: String,
-    text: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    /// The conversation.
+    pub session_id: String,
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    /// The person, or the persona speaking.
+    pub speaker: String,
+    /// Where it was said (the channel, `autonomy`, an import's source).
+    pub source: String,
+    /// The words.
+    pub text: String,
 }
 
-/// What an event of `event_type` says in the conversation, if it says something.
-fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said>, DecodeError> {
+/// What an event of `event_type` says in the conversation, if it says something (nothing
+/// once its words were forgotten): the lines `assistant_text` holds.
+pub fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said>, DecodeError> {
     // A reply whose words were forgotten with a person says nothing any more.
     if crate::memory::forget_person::is_redacted(payload) {
         return Ok(None);

@@ -6,6 +6,6 @@ mod assistant_text;
 mod memory;
 
 pub use assistant_text::{
-    own_utterance, AssistantTextProjection, ConversationTurn, Listing, AUTONOMY_SOURCE,
+    own_utterance, said, AssistantTextProjection, ConversationTurn, Listing, Said, AUTONOMY_SOURCE,
 };
 pub use memory::{preference_from_row, MemoryProjection, MEMORY_TABLES};

@@ -437,11 +437,8 @@ async fn vector_similar(pool: &PgPool, scope: Scope<'_>, query: &str) -> Rows {
     if query.trim().is_empty() {
         return Ok(Vec::new());
     }
-    // A failed backfill or query embedding fails the source (recorded as skipped).
+    // A failed query embedding fails the source (recorded as skipped).
     let to_protocol = |e: String| sqlx::Error::Protocol(e);
-    super::vector::backfill(pool, model, scope.persona, scope.person, scope.session_id)
-        .await
-        .map_err(to_protocol)?;
     let query_vector = model
         .embed(&[query.to_owned()])
         .await
