@@ -52,6 +52,7 @@ async fn candidates(
         persona: "kuro",
         person: ghost_shared::memory::DEFAULT_PERSON,
         session_id: "now",
+        history: Default::default(),
         source_timeout: Duration::from_secs(60),
         similarity_threshold: 0.1,
         embedding,

@@ -245,6 +245,7 @@ pub async fn run(args: MemoryBenchArgs) -> Result<()> {
         persona: "kuro",
         person: ghost_shared::memory::DEFAULT_PERSON,
         session_id: "bench",
+        history: Default::default(),
         source_timeout: Duration::from_secs(10),
         similarity_threshold: settings.recall_similarity_threshold,
         embedding: model.as_ref(),

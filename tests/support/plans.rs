@@ -114,12 +114,22 @@ pub fn select_candidates(
     {
         return None;
     }
+    // As a model held to the request's schema: no more ids than it allows.
+    let schema = request
+        .body
+        .get("format")
+        .or_else(|| request.body.pointer("/response_format/json_schema/schema"));
+    let most = schema
+        .and_then(|s| s.pointer("/properties/selected_ids/maxItems"))
+        .and_then(Value::as_u64)
+        .unwrap_or(u64::MAX) as usize;
     let ids: Vec<Value> = request.last_user_json()["candidates"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| keep(c))
         .map(|c| c["id"].clone())
+        .take(most)
         .collect();
     Some(Script::reply(&json!({"selected_ids": ids}).to_string()))
 }

@@ -9,7 +9,8 @@
 //! - [`validate`]: the rules (a plan that breaks one is rejected whole) → `CheckedPlan`;
 //! - [`interest`]: decay and merge of the interest state (and the one reading of it);
 //! - [`influence`]: the interest update a deliberation's `persona_influence` carries;
-//! - [`retrieval`]: the rule-based RetrievalPlan and the persona's focus hint (recall).
+//! - [`retrieval`]: the rule-based RetrievalPlan and the persona's focus hint (recall);
+//! - [`when`]: the period a message names relative to now ("last spring", 先週).
 
 pub mod influence;
 pub mod interest;
@@ -18,6 +19,7 @@ pub mod plan;
 pub mod retrieval;
 pub mod validate;
 pub mod vocab;
+pub mod when;
 
 pub use model::{
     subject_key, AttentionTarget, InterestState, Memory, MemoryState, Preference, DEFAULT_PERSON,

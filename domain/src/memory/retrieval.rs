@@ -69,6 +69,21 @@ pub struct RetrievalPlan {
     pub limits: RetrievalLimits,
     /// The persona's lean.
     pub focus: PersonaFocusHint,
+    /// The period the message names relative to now ("last spring", 先週), once
+    /// [`RetrievalPlan::at`] has read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<super::when::Period>,
+}
+
+impl RetrievalPlan {
+    /// The plan with the period its message names relative to `now` (the system's clock).
+    pub fn at(mut self, now: chrono::DateTime<chrono::Utc>) -> Self {
+        self.period = self
+            .queries
+            .first()
+            .and_then(|q| super::when::mentioned_period(q, now));
+        self
+    }
 }
 
 /// Words naming a stage of life, Japanese and English (lower case).
@@ -212,6 +227,7 @@ pub fn retrieval_plan(
         time_hint,
         limits,
         focus,
+        period: None,
     }
 }
 

@@ -132,6 +132,7 @@ pub async fn ask(
         persona: PERSONA,
         person: q.asker,
         session_id: &session,
+        history: Default::default(),
         // Generous: a skipped source would measure the machine, not recall.
         source_timeout: Duration::from_secs(30),
         similarity_threshold: settings.recall_similarity_threshold,

@@ -4,6 +4,10 @@ use serde::Deserialize;
 
 use super::ConfigError;
 
+/// The most candidates a selection is offered: a small model reads them all before the
+/// reply's first token, and a dozen well-ranked ones hold what recall finds.
+pub const MAX_CANDIDATES: usize = 12;
+
 /// `memory:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -16,7 +20,8 @@ pub struct MemorySettings {
     pub plan_memory_items: usize,
     /// The write plan's prompt (relative to the repository root).
     pub plan_prompt_file: std::path::PathBuf,
-    /// Candidates recall collects per message (all sources together).
+    /// Candidates that reach the selection per message, fused from every source (at most
+    /// [`MAX_CANDIDATES`]).
     pub recall_max_candidates: usize,
     /// Memories the selection may keep per message.
     pub recall_max_selected: usize,
@@ -39,8 +44,8 @@ impl Default for MemorySettings {
             plan_recent_events: 12,
             plan_memory_items: 40,
             plan_prompt_file: "prompts/write_plan.md".into(),
-            recall_max_candidates: 80,
-            recall_max_selected: 12,
+            recall_max_candidates: 12,
+            recall_max_selected: 5,
             recall_enabled: true,
             recall_source_timeout_ms: 250,
             recall_selection_timeout_ms: 12_000,
@@ -75,6 +80,12 @@ impl MemorySettings {
             return Err(ConfigError::invalid(
                 "memory.recall_source_timeout_ms",
                 "recall timeouts must be greater than 0",
+            ));
+        }
+        if !(1..=MAX_CANDIDATES).contains(&self.recall_max_candidates) {
+            return Err(ConfigError::invalid(
+                "memory.recall_max_candidates",
+                format!("must be between 1 and {MAX_CANDIDATES}"),
             ));
         }
         if self.recall_max_selected == 0 || self.recall_max_selected > self.recall_max_candidates {

@@ -12,7 +12,9 @@
 //! - [`document`]: the export/import document and the events an import appends;
 //! - [`probe`]: the `ghost write-plan apply` probe's input and output.
 
-pub use ghost_domain::memory::{influence, interest, model, plan, retrieval, validate, vocab};
+pub use ghost_domain::memory::{
+    influence, interest, model, plan, retrieval, validate, vocab, when,
+};
 
 pub mod apply;
 pub mod document;

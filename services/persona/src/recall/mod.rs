@@ -3,17 +3,24 @@
 //! the persona's focus, then chosen by the model as this persona (`persona_selection_context`).
 //! The selected memories go into the reply prompt; every recall is a `RecallPerformed` event.
 //!
-//! - [`collect`]: the sources and their timeouts;
+//! - [`collect`]: the sources in parallel under their timeouts, fused, ranked, cut;
+//! - [`sources`]: each source's query (recency, terms, keywords, the period named, the
+//!   year or stage named, vectors, states, preferences);
+//! - [`fuse`]: reciprocal-rank fusion of the sources, weighted by what they say about
+//!   relevance;
 //! - [`rank`]: the ranking by the persona's focus hint, on structured keys;
 //! - [`select`]: the selection's input and the strict reading of its answer;
 //! - [`stage_memories`]: the summaries of the stage runs the persona spoke in;
 //! - [`terms`]: the search terms of a message (what a trigram candidate must contain);
-//! - [`vector`]: the embedding source (lazy vectors in Postgres, scope checked there);
+//! - [`vector`]: the embedding source (the query's vector against those stored when said,
+//!   scope checked in Postgres);
 //! - [`vector_cache`]: the stored vectors in process, compared with the message;
 
 pub mod collect;
+pub mod fuse;
 pub mod rank;
 pub mod select;
+pub mod sources;
 pub mod stage_memories;
 pub mod terms;
 pub mod vector;
@@ -35,7 +42,7 @@ use ghost_shared::projections::MemoryProjection;
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::template::unknown_placeholder;
 
-use collect::{collect, Scope};
+use collect::{collect, HistoryWindow, Scope};
 
 /// What one recall gives the reply.
 #[derive(Debug, Clone)]
@@ -100,15 +107,31 @@ impl Recaller {
                 Default::default()
             }
         };
+        let at = chrono::DateTime::from_timestamp_micros((now * 1e6) as i64).unwrap_or_default();
         let plan = retrieval_plan(
             &request.user_text,
             settings.recall_limits(),
             focus_hint(&memory, now, settings.interest_tau_secs),
-        );
+        )
+        .at(at);
+        let config = &self.ctx.config.ghost;
+        let history_turns = config.persona.history_turns;
+        let history = HistoryWindow {
+            user_messages: request.history_user_messages,
+            min_lines: history_turns,
+            max_lines: match request.history_user_messages {
+                Some(_) => ghost_shared::short_memory::max_lines(
+                    config.routing.summarize_after_turns,
+                    history_turns,
+                ),
+                None => history_turns,
+            },
+        };
         let scope = Scope {
             persona: &character.name,
             person,
             session_id: &request.session_id,
+            history,
             source_timeout: Duration::from_millis(settings.recall_source_timeout_ms),
             similarity_threshold: settings.recall_similarity_threshold,
             embedding: self.embedding.as_ref(),

@@ -25,15 +25,18 @@ use ghost_shared::memory::model::{payload_topic, subject_key};
 use ghost_shared::memory::retrieval::PersonaFocusHint;
 
 use super::collect::Candidate;
+use super::fuse::UNIT;
 
-/// What the first topic term adds (the i-th adds this / i).
-const TOPIC_WEIGHT: f64 = 0.5;
+/// What the first topic term adds (the i-th adds this / i), in the fused ranks' units: half
+/// a relevance source's first place.
+const TOPIC_WEIGHT: f64 = 0.5 * UNIT;
 /// What the first style term adds (the i-th adds this / i).
-const STYLE_WEIGHT: f64 = 0.3;
-/// What any avoided term takes away: more than any source scores.
-const AVOID_WEIGHT: f64 = 1.5;
-/// What a superseded utterance loses: more than a match's edge over a correction's.
-const SUPERSEDED_WEIGHT: f64 = 0.5;
+const STYLE_WEIGHT: f64 = 0.3 * UNIT;
+/// What any avoided term takes away: more than every source together gives.
+const AVOID_WEIGHT: f64 = 20.0 * UNIT;
+/// What a superseded utterance loses: more than a match's edge over a correction's (the
+/// old words match a question as well as the new ones, often better).
+const SUPERSEDED_WEIGHT: f64 = 1.5 * UNIT;
 
 /// Where a candidate comes from, read from its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +231,12 @@ mod tests {
         ]
         .into();
         // A's text names what B is keyed by, and the other way round: texts do not count.
-        let both = || vec![candidate(A, "gentle words", 0.3), candidate(B, "tea", 0.35)];
+        let both = || {
+            vec![
+                candidate(A, "gentle words", 0.3 * UNIT),
+                candidate(B, "tea", 0.35 * UNIT),
+            ]
+        };
         let focus = |topic: &[&str], style: &[&str], avoid: &[&str]| PersonaFocusHint {
             topic_bias: topic.iter().map(|s| s.to_string()).collect(),
             style_bias: style.iter().map(|s| s.to_string()).collect(),

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 
 use sqlx::{PgPool, Row};
 
+use super::sources::At;
 use super::vector_cache::VectorCache;
 
 use ghost_shared::llm::LlmClient;
-use ghost_shared::projections::own_utterance;
 
 /// Lowest cosine similarity a vector candidate needs. 0.25, not 0.3: with
 /// all-MiniLM-L6-v2, 3 of 28 English questions of `ghost-harness recall-quality` had their best
@@ -52,27 +52,26 @@ const ROUNDS: usize = 5;
 pub async fn nearest(
     pool: &PgPool,
     model: &LlmClient,
-    persona: &str,
-    person: &str,
-    session_id: &str,
+    at: &At<'_>,
     query_vector: &[f32],
     limit: usize,
 ) -> Result<Vec<(String, String, f64)>, sqlx::Error> {
     let name = &model.config().model;
+    let (persona, person, session_id) = (at.scope.persona, at.scope.person, at.scope.session_id);
     let near = VectorCache::of(pool, name)
         .nearest(pool, name, query_vector, MIN_COSINE)
         .await?;
     // Only active states about `person` or no one: a closed one may still have a vector,
-    // another person's has one too. Utterances of other conversations that are the
-    // person's to recall.
+    // another person's has one too. Utterances that are the person's to recall and not in
+    // the reply's history.
     let sql = format!(
         "SELECT e.item_id, e.text FROM memory_embeddings e WHERE e.model = $1 \
          AND e.item_id = ANY($5) AND \
-         ((e.session_id IS NOT NULL AND e.session_id <> $3 AND EXISTS (SELECT 1 FROM assistant_text t \
+         ((e.session_id IS NOT NULL AND EXISTS (SELECT 1 FROM assistant_text t \
            WHERE t.event_id = CAST(substr(e.item_id, 7) AS uuid) AND {})) OR (e.persona = $2 AND EXISTS \
           (SELECT 1 FROM memory_states s WHERE 'state:' || s.state_id = e.item_id AND s.status = 'active' \
            AND (s.person IS NULL OR s.person = $4))))",
-        own_utterance(4)
+        super::sources::offered(3, 6, 4)
     );
     let mut scored = Vec::new();
     for round in near.chunks(CHECKED_PER_ROUND).take(ROUNDS) {
@@ -83,6 +82,7 @@ pub async fn nearest(
             .bind(session_id)
             .bind(person)
             .bind(&ids)
+            .bind(at.history_from)
             .fetch_all(pool)
             .await?;
         let texts: HashMap<String, String> = rows
