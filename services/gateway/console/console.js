@@ -23,6 +23,11 @@
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "ghost.token";
 const SESSION_KEY = "ghost.session";
+/** An unsent message is kept in this tab under this prefix and its conversation (a reload
+ * keeps it; signing out removes it). */
+const DRAFT_KEY = "ghost.draft.";
+/** A touch keyboard has no Shift+Enter: there Return is a new line and Send sends. */
+const TOUCH = window.matchMedia("(pointer: coarse)").matches;
 /** Most deliberations kept in Activity (older ones drop off the end). */
 const ACTIVITY_LIMIT = 100;
 /** The session ids the gateway takes for a chat (the alphabet of session keys). */
@@ -48,8 +53,11 @@ const state = {
   view: "",
   target: "", // a message to show (#/chat/<session>/<event id>)
   listBefore: null,
-  unseen: 0,
+  unseen: 0, // deliberations with news since Activity was last shown
+  tickAsked: "", // the deliberation "Deliberate now" asked for, until its card comes
   stageRunning: false,
+  stageQueued: null, // a Start pressed before its stage was joined ({id, text})
+  stageRejoin: null,
   reconnect: null,
   epoch: 0, // one more at each sign-out: answers to calls from before it are dropped
   autonomySession: "console",
@@ -70,7 +78,7 @@ function refusalText(code, message) {
   switch (code) {
     case "busy": return p + " is still answering your previous message. Your message is kept: send it once the reply is here.";
     case "text_too_long":
-    case "body_too_large": return "This message is too long (at most " + state.maxChars + " characters). It is kept so you can shorten it.";
+    case "body_too_large": return tooLong([...$("chat-text").value].length);
     case "empty_text": return "Type a message first.";
     case "invalid_session_id": return "This conversation name cannot be used: letters, digits and - _ . : @ only, up to 128.";
     case "store_unavailable": return "The server cannot reach its database just now. Your message is kept: try again in a moment.";
@@ -78,6 +86,12 @@ function refusalText(code, message) {
     case "not_connected": return "Not connected to the server. Your message is kept and can be sent once the connection is back.";
     default: return "The server did not take this message" + (message ? " (" + message + ")" : "") + ". It is kept: try again.";
   }
+}
+
+/** The too-long notice: how long the message is, and how long it may be. */
+function tooLong(length) {
+  const n = (x) => x.toLocaleString("en");
+  return "This message is " + n(length) + " characters long; at most " + n(state.maxChars) + " fit. It is kept so you can shorten it.";
 }
 
 /** Why a reply did not come, in plain words. */
@@ -126,10 +140,13 @@ function textEl(tag, className, text) {
   return el;
 }
 
-function showNotice(el, text) {
+/** Shows `text` in the notice `el` (none when empty); `code` names its cause, so it can be
+ * taken away when the cause is gone. */
+function showNotice(el, text, code) {
   el.textContent = text || "";
   el.hidden = !text;
   el.classList.remove("ok");
+  el.dataset.code = (text && code) || "";
 }
 
 // --- HTTP and sockets ----------------------------------------------------------------------
@@ -154,7 +171,8 @@ async function api(method, path, body) {
   }
   if (response.ok) return { ok: true, body: answer };
   const reason = answer && answer.error && answer.error.message;
-  return { ok: false, error: reason || "The server answered " + response.status + "." };
+  const code = answer && answer.error && answer.error.code;
+  return { ok: false, code, error: reason || "The server answered " + response.status + "." };
 }
 
 function socketUrl(path) {
@@ -193,13 +211,14 @@ function connectLive() {
       // Not known to be taken: it stays in the box.
       state.sending = null;
       $("chat-send").disabled = false;
-      showNotice($("chat-notice"), refusalText("not_connected"));
+      showNotice($("chat-notice"), refusalText("not_connected"), "not_connected");
     }
     if (!state.signedIn) {
       $("signin").hidden = false;
       $("signin-submit").disabled = false;
       $("signin-submit").textContent = "Sign in";
       if (!$("signin-error").textContent) $("signin-error").textContent = "Could not reach the server. Try again in a moment.";
+      $("signin-token").focus();
       return;
     }
     // Watching again brings back everything said meanwhile.
@@ -217,7 +236,11 @@ function onLive(ws, frame) {
       state.maxChars = frame.max_message_chars || state.maxChars;
       state.autonomySession = frame.autonomy_session_id || "console";
       state.recall = !!frame.recall;
+      stageCast(frame.stage_cast);
+      moodPersonas();
       liveStatus(true);
+      // Connected again: "Not connected" is no longer so.
+      if ($("chat-notice").dataset.code === "not_connected") showNotice($("chat-notice"), "");
       if (!state.signedIn) signedIn();
       else if (state.session) watch(state.session);
       break;
@@ -255,6 +278,8 @@ function signedIn() {
   connectEvents();
   route();
   refreshSessionsLater();
+  // Signed in to a conversation: the keyboard goes to the message box.
+  if (state.view === "chat") $("chat-text").focus();
 }
 
 /** Signed out: every socket closed, every view emptied, nothing of the session left. */
@@ -263,10 +288,12 @@ function signOut(message) {
   state.signedIn = false;
   state.token = "";
   sessionStorage.removeItem(TOKEN_KEY);
+  for (const key of Object.keys(sessionStorage)) if (key.startsWith(DRAFT_KEY)) sessionStorage.removeItem(key);
   localStorage.removeItem(SESSION_KEY);
   clearTimeout(state.reconnect);
   clearTimeout(state.linking);
   clearTimeout(state.listTimer);
+  clearTimeout(state.stageRejoin);
   for (const key of ["live", "events", "stage"]) {
     const ws = state[key];
     state[key] = null;
@@ -274,7 +301,7 @@ function signOut(message) {
   }
   Object.assign(state, {
     persona: "", names: {}, session: "", turn: null, pending: null, sending: null,
-    target: "", listBefore: null, unseen: 0, stageRunning: false, view: "", linking: null,
+    target: "", listBefore: null, unseen: 0, tickAsked: "", stageRunning: false, stageQueued: null, view: "", linking: null,
     recall: false, memoryTarget: {},
   });
   state.memoryLoads += 1;
@@ -283,8 +310,10 @@ function signOut(message) {
     $(id).replaceChildren();
   }
   $("memory-person").replaceChildren(new Option("everyone", ""));
+  stageCast([]);
+  $("mood-personas").replaceChildren();
   for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session", "memory-persona"]) $(id).value = "";
-  for (const id of ["chat-notice", "stage-error", "mood-error", "memory-error", "memory-edit-error"]) showNotice($(id), "");
+  for (const id of ["chat-notice", "stage-error", "stage-id-error", "mood-error", "mood-persona-error", "memory-error", "memory-edit-error"]) showNotice($(id), "");
   for (const id of ["chat-title", "chat-sub", "activity-note", "memory-note"]) $(id).textContent = "";
   activityGroups.clear();
   activityOwner.clear();
@@ -337,13 +366,7 @@ function route() {
     else showTarget();
     if (entering) loadSessions();
   }
-  if (section === "activity") {
-    state.unseen = 0;
-    badge();
-    if (entering) setTimeout(() => {
-      for (const li of document.querySelectorAll("#activity-log > li.unseen")) li.classList.remove("unseen");
-    }, 4000);
-  }
+  if (section === "activity") activitySeen(entering);
   if (section === "stage") {
     const id = parts[1] || "";
     if (id && STAGE_RE.test(id) && (!state.stage || state.stage.stageId !== id)) {
@@ -461,7 +484,10 @@ $("new-session").addEventListener("input", () => $("new-session").setCustomValid
 
 // --- The open conversation ---------------------------------------------------------------------
 function openSession(id) {
+  if (state.session) saveDraft();
   state.session = id;
+  $("chat-text").value = sessionStorage.getItem(DRAFT_KEY + id) || "";
+  autosize($("chat-text"));
   state.turn = null;
   state.pending = null;
   localStorage.setItem(SESSION_KEY, id);
@@ -473,6 +499,14 @@ function openSession(id) {
   $("chat-text").placeholder = "Message " + personaName();
   markActiveSession();
   watch(id);
+}
+
+/** The open conversation's unsent text, kept in this tab (gone once sent or emptied). */
+function saveDraft() {
+  if (!state.session || !state.signedIn) return;
+  const text = $("chat-text").value;
+  if (text) sessionStorage.setItem(DRAFT_KEY + state.session, text);
+  else sessionStorage.removeItem(DRAFT_KEY + state.session);
 }
 
 function watch(id) {
@@ -521,13 +555,15 @@ function whoOf(m) {
   return name(m.speaker);
 }
 
-/** A message bubble: who, when, what. */
-function bubble(kind, who, at, text) {
+/** A message bubble: who, when, what; `label` says more of how it came (on its own). */
+function bubble(kind, who, at, text, label) {
   const li = document.createElement("li");
   li.className = kind;
   const meta = document.createElement("div");
   meta.className = "meta";
-  meta.append(textEl("span", "who", who), timeEl(at));
+  meta.appendChild(textEl("span", "who", who));
+  if (label) meta.appendChild(textEl("span", "label", label));
+  meta.appendChild(timeEl(at));
   const body = textEl("div", "text", text);
   li.append(meta, body);
   return { li, text: body, meta };
@@ -553,16 +589,19 @@ function showMessage(m, live) {
     b.meta.querySelector("time, .typing").replaceWith(timeEl(m.recorded_at));
   } else {
     let kind = m.role === "user" ? "user" : "persona";
-    if (m.source === "autonomy_message") kind += " autonomy" + (m.display === "notify" ? " notify" : "");
-    b = bubble(kind, whoOf(m), m.recorded_at, m.text);
+    const own = m.source === "autonomy_message";
+    if (own) kind += " autonomy" + (m.display === "notify" ? " notify" : "");
+    // Said without being asked: a label anyone can see (a colour bar and a tooltip are not
+    // seen on a phone, nor by a screen reader).
+    const label = own ? (m.display === "notify" ? "notification, on its own" : "on its own") : "";
+    b = bubble(kind, whoOf(m), m.recorded_at, m.text, label);
     if (m.role === "assistant" && m.source !== "autonomy_message") b.li.classList.add("done");
     $("chat-log").insertBefore(b.li, placeFor(m.position));
   }
   if (m.event_id) b.li.dataset.eventId = m.event_id;
   if (m.position != null) b.li.dataset.position = m.position;
   if (m.result_event_id) b.li.dataset.resultEventId = m.result_event_id;
-  b.li.title = m.source === "autonomy_message" ? "Said on its own" : "";
-  if (m.result_event_id) linkActivity(m.result_event_id, state.session, m.event_id, m.text);
+  if (m.result_event_id) linkActivity(m, state.session);
   if (m.role === "assistant" && m.source !== "autonomy_message" && m.event_id && state.recall) showRecalls(b.li, m.event_id);
   scrollDown(follow || m.role === "user");
 }
@@ -682,11 +721,11 @@ function sendChat() {
   const text = $("chat-text").value;
   if (!text.trim() || state.sending) return;
   if ([...text].length > state.maxChars) {
-    showNotice($("chat-notice"), refusalText("text_too_long"));
+    showNotice($("chat-notice"), tooLong([...text].length), "text_too_long");
     return;
   }
   if (!state.live || state.live.readyState !== WebSocket.OPEN) {
-    showNotice($("chat-notice"), refusalText("not_connected"));
+    showNotice($("chat-notice"), refusalText("not_connected"), "not_connected");
     return;
   }
   showNotice($("chat-notice"), "");
@@ -702,6 +741,8 @@ function onSent(frame) {
   state.sending = null;
   $("chat-send").disabled = false;
   if ($("chat-text").value === sending.text) $("chat-text").value = "";
+  if (sending.session === state.session) saveDraft();
+  else if (sessionStorage.getItem(DRAFT_KEY + sending.session) === sending.text) sessionStorage.removeItem(DRAFT_KEY + sending.session);
   autosize($("chat-text"));
   if (sending.session === state.session) {
     showMessage({ event_id: frame.event_id, role: "user", source: "http", speaker: "user", text: sending.text, recorded_at: new Date().toISOString() }, true);
@@ -714,9 +755,7 @@ function onRefused(frame) {
   if (!sending || sending.ref !== frame.ref) return;
   state.sending = null;
   $("chat-send").disabled = false;
-  const notice = $("chat-notice");
-  showNotice(notice, refusalText(frame.code, frame.message));
-  notice.dataset.code = frame.code;
+  showNotice($("chat-notice"), refusalText(frame.code, frame.message), frame.code);
   $("chat-text").focus();
 }
 
@@ -726,10 +765,16 @@ $("chat-form").addEventListener("submit", (e) => {
 });
 
 /** Enter sends (so do Ctrl+Enter and Cmd+Enter); Shift+Enter is a new line; an IME
- * composing text keeps its Enter. */
-function enterSends(textarea, send) {
+ * composing text keeps its Enter. On a touch keyboard (no Shift) Return is a new line and
+ * the button sends: the hint `hint` says which, in the words of the keyboard at hand. */
+function enterSends(textarea, send, hint, action) {
+  textarea.enterKeyHint = TOUCH ? "enter" : "send";
+  $(hint).textContent = TOUCH
+    ? "Tap " + action + " to " + action.toLowerCase() + " · Return for a new line"
+    : "Enter to " + action.toLowerCase() + " · Shift+Enter for a new line";
   textarea.addEventListener("keydown", (e) => {
     if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    if (TOUCH && !e.ctrlKey && !e.metaKey) return;
     e.preventDefault();
     send();
   });
@@ -740,7 +785,16 @@ function autosize(textarea) {
   textarea.style.height = "auto";
   textarea.style.height = Math.min(textarea.scrollHeight + 2, 160) + "px";
 }
-enterSends($("chat-text"), sendChat);
+enterSends($("chat-text"), sendChat, "chat-hint", "Send");
+$("chat-text").addEventListener("input", () => {
+  saveDraft();
+  // The too-long notice follows the text: its length while too long, gone once it fits.
+  const notice = $("chat-notice");
+  if (notice.dataset.code !== "text_too_long") return;
+  const length = [...$("chat-text").value].length;
+  if (length > state.maxChars) showNotice(notice, tooLong(length), "text_too_long");
+  else showNotice(notice, "");
+});
 
 /** #/chat/<session>/<event id>: that message, scrolled to and marked. */
 function showTarget() {
@@ -762,5 +816,6 @@ document.addEventListener("DOMContentLoaded", () => {
     connectLive();
   } else {
     $("signin").hidden = false;
+    $("signin-token").focus();
   }
 });

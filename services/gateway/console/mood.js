@@ -2,9 +2,37 @@
 "use strict";
 
 // --- Mood ----------------------------------------------------------------------------------
-function moodQuery() {
-  const persona = $("mood-persona").value.trim();
+/** The persona the field names (its id; "" for the chat persona), or null when it names no
+ * persona: then why is said beside the field, and nothing is asked or saved. */
+function moodPersona() {
+  const typed = $("mood-persona").value.trim();
+  const ids = Object.keys(state.names);
+  const id = !typed ? "" : ids.find((i) => i === typed) || ids.find((i) => state.names[i] === typed);
+  if (id === undefined && ids.length) {
+    personaRefused(typed);
+    return null;
+  }
+  showNotice($("mood-persona-error"), "");
+  $("mood-persona").setAttribute("aria-invalid", "false");
+  return id === undefined ? typed : id;
+}
+
+/** There is no persona `typed`: said beside the field, and nothing of another is shown. */
+function personaRefused(typed) {
+  const known = Object.entries(state.names).map(([id, shown]) => shown + " (" + id + ")").join(", ");
+  showNotice($("mood-persona-error"), "There is no persona called “" + typed + "”." + (known ? " The personas are " + known + "." : ""));
+  $("mood-persona").setAttribute("aria-invalid", "true");
+  $("mood-current").replaceChildren(textEl("p", "status", "No mood to show: choose a persona above."));
+  for (const id of ["memory-interest", "memory-states", "memory-preferences"]) $(id).replaceChildren();
+}
+
+function moodQuery(persona) {
   return persona ? "?persona=" + encodeURIComponent(persona) : "";
+}
+
+/** The personas the field offers (from the live socket's `ready` frame). */
+function moodPersonas() {
+  $("mood-personas").replaceChildren(...Object.entries(state.names).map(([id, shown]) => new Option(shown, id)));
 }
 
 function meter(parent, label, value) {
@@ -44,12 +72,14 @@ function showMood(answer) {
   $("mood-refusal-allowed").checked = !!policy.refusal_allowed;
 }
 
-/** Calls the API and shows its answer with `show`, or why not in `notice`. */
+/** Calls the API and shows its answer with `show`, or why not in `notice` (a persona the
+ * server does not know, beside the persona field). */
 async function callAndShow(method, path, body, notice, show) {
   showNotice(notice, "");
   try {
     const answer = await api(method, path, body);
     if (answer.ok) show(answer.body);
+    else if (answer.code === "unknown_persona") personaRefused($("mood-persona").value.trim());
     else showNotice(notice, answer.error);
   } catch (_) {
     if (state.signedIn) showNotice(notice, "Could not reach the server.");
@@ -57,7 +87,9 @@ async function callAndShow(method, path, body, notice, show) {
 }
 
 function moodCall(method, body) {
-  return callAndShow(method, "/api/partner_mood" + moodQuery(), body, $("mood-error"), showMood);
+  const persona = moodPersona();
+  if (persona === null) return;
+  return callAndShow(method, "/api/partner_mood" + moodQuery(persona), body, $("mood-error"), showMood);
 }
 
 function loadMood() {
@@ -83,6 +115,7 @@ $("mood-form").addEventListener("submit", (e) => {
   });
 });
 $("mood-clear").addEventListener("click", () => moodCall("DELETE"));
+$("mood-persona").addEventListener("input", () => showNotice($("mood-persona-error"), ""));
 
 // --- Memory (read-only) -----------------------------------------------------------------------
 function fact(list, main, detail) {
@@ -120,5 +153,7 @@ function showMemory(answer) {
 }
 
 function loadMemory() {
-  return callAndShow("GET", "/api/memory" + moodQuery(), undefined, $("memory-error"), showMemory);
+  const persona = moodPersona();
+  if (persona === null) return;
+  return callAndShow("GET", "/api/memory" + moodQuery(persona), undefined, $("memory-error"), showMemory);
 }
