@@ -312,6 +312,8 @@ function signOut(message) {
   $("memory-person").replaceChildren(new Option("everyone", ""));
   stageCast([]);
   $("mood-personas").replaceChildren();
+  memoryPeople.clear();
+  memoryRead = { evidence: {}, preference_evidence: {}, history: {} };
   for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session", "memory-persona"]) $(id).value = "";
   for (const id of ["chat-notice", "stage-error", "stage-id-error", "mood-error", "mood-persona-error", "memory-error", "memory-edit-error"]) showNotice($(id), "");
   for (const id of ["chat-title", "chat-sub", "activity-note", "memory-note"]) $(id).textContent = "";

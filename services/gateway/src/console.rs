@@ -12,6 +12,7 @@ const ACTIVITY: &str = include_str!("../console/activity.js");
 const STAGE: &str = include_str!("../console/stage.js");
 const MOOD: &str = include_str!("../console/mood.js");
 const MEMORY: &str = include_str!("../console/memory.js");
+const MEMORY_CARDS: &str = include_str!("../console/memory-cards.js");
 const STYLE: &str = include_str!("../console/console.css");
 
 // Its routes are in [`crate::routes::ROUTES`] (no token: the page itself asks for it).
@@ -49,6 +50,11 @@ pub async fn mood_script() -> Response {
 /// `GET /console/memory.js`: the Memory view.
 pub async fn memory_script() -> Response {
     asset("text/javascript; charset=utf-8", MEMORY)
+}
+
+/// `GET /console/memory-cards.js`: the Memory view's cards.
+pub async fn memory_cards_script() -> Response {
+    asset("text/javascript; charset=utf-8", MEMORY_CARDS)
 }
 
 /// `GET /console/console.css`.
