@@ -9,14 +9,19 @@
 
 mod support;
 
+// Issue 48: memory as people read it.
+#[path = "console_memory/as_people_read_it.rs"]
+mod as_people_read_it;
+
 use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::{RecordedRequest, Script};
 use ghost_testkit::testing::{eventually, WORKER_MODEL};
 use serde_json::{json, Value};
+use support::console::until;
 use support::plans::{is_state_or_preference, select_candidates, write_plan};
-use support::webdriver::{Browser, Driver, ENTER};
+use support::webdriver::{Driver, ENTER};
 use support::{TestApp, NEUTRAL_AFFECT, TOKEN};
 
 /// How long any one thing may take to show in the page (a hang guard, not a measurement).
@@ -59,27 +64,6 @@ fn answer(r: &RecordedRequest) -> Script {
     match r.model.as_deref() {
         Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
         _ => Script::reply("Noted."),
-    }
-}
-
-/// Waits until `expression` (JavaScript) gives something `check` takes; returns it.
-async fn until(
-    browser: &Browser,
-    what: &str,
-    expression: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let v = browser.js(expression).await;
-        if check(&v) {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            let page = browser.source().await;
-            panic!("{what}: last {v}; page:\n{page}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -220,7 +204,7 @@ async fn recalled_memories_under_replies_and_correcting_and_forgetting_in_the_co
         "fact",
         "active",
         "revision 1",
-        "about user",
+        "about you",
         "about no one",
         "food",
         "celery",
@@ -234,7 +218,7 @@ async fn recalled_memories_under_replies_and_correcting_and_forgetting_in_the_co
     }
     // The persons found in the memory, and everyone.
     let persons = browser.js("[...document.querySelectorAll('#memory-person option')].map(o => o.value + '=' + o.textContent)").await;
-    assert_eq!(persons, json!(["=everyone", "user=user"]));
+    assert_eq!(persons, json!(["=everyone", "user=you"]));
     browser.save_screenshot("memory-view-marked").await;
 
     // A refused edit is said plainly, and nothing changes.
@@ -379,7 +363,7 @@ async fn recalled_memories_under_replies_and_correcting_and_forgetting_in_the_co
         &browser,
         "the person forgotten",
         "document.getElementById('memory-note').textContent",
-        |v| v == "user is forgotten.",
+        |v| v == "Everything about you is forgotten.",
     )
     .await;
     // The note comes as the view is read again: the list follows it.

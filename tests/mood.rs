@@ -594,7 +594,18 @@ async fn an_angry_episode_changes_the_next_capsule_and_refusal_reaches_the_promp
 
 #[tokio::test]
 async fn the_override_map_is_bounded() {
-    let app = TestApp::spawn_services(&[ServiceName::Mood, ServiceName::Gateway], &[]).await;
+    // Overrides are for characters: one per override the bound allows, and one more.
+    let app = TestApp::spawn_adjusted(&[ServiceName::Mood, ServiceName::Gateway], &[], |c| {
+        let kuro = c.characters.get("kuro").expect("kuro").clone();
+        let names = (0..64).map(|i| format!("p{i}"));
+        for name in names.chain(["one-too-many".to_owned()]) {
+            let mut character = kuro.clone();
+            character.display_name = name.clone();
+            character.name = name;
+            c.characters.characters.push(character);
+        }
+    })
+    .await;
     let put = |persona: String| {
         let app = &app;
         async move {
@@ -640,9 +651,13 @@ async fn the_override_map_is_bounded() {
         .unwrap();
     assert_eq!(cleared.status(), 200);
     assert_eq!(put("one-too-many".into()).await.0, 200);
-    // A persona id no character could have is refused outright.
+    // A persona id no character could have is refused outright; one no character has is
+    // not found.
     let (status, body) = put("x".repeat(200)).await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "invalid_persona");
+    let (status, body) = put("nobody".into()).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_persona");
     app.cleanup().await;
 }

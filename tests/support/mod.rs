@@ -5,6 +5,7 @@
 
 pub mod autonomy;
 pub mod cli;
+pub mod console;
 pub mod embedded;
 pub mod events_socket;
 pub mod logs;

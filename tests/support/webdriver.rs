@@ -15,6 +15,8 @@ pub const ENTER: &str = "\u{E007}";
 pub const SHIFT: &str = "\u{E008}";
 /// Control.
 pub const CONTROL: &str = "\u{E009}";
+/// Escape.
+pub const ESCAPE: &str = "\u{E00C}";
 
 /// The key under which WebDriver returns an element reference.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -339,6 +341,18 @@ impl Browser {
             "{when}: the browser logged:\n{}",
             log.join("\n")
         );
+    }
+
+    /// Makes the page see the browser's colour preference as `scheme` (`dark`, `light`),
+    /// through Chromium's DevTools protocol (`Emulation.setEmulatedMedia`).
+    pub async fn prefer_color_scheme(&self, scheme: &str) {
+        let features = json!([{ "name": "prefers-color-scheme", "value": scheme }]);
+        self.post(
+            "/goog/cdp/execute",
+            json!({ "cmd": "Emulation.setEmulatedMedia", "params": { "features": features } }),
+        )
+        .await
+        .expect("emulated colour scheme");
     }
 
     /// Ends the session (closes the browser).

@@ -103,13 +103,14 @@ fn message_frame(m: AutonomyMessage) -> Value {
     })
 }
 
-/// A message frame with the action result it reports (`result_event_id`, from its stored
-/// event), so a console can link the two.
+/// A message frame with the action result it reports (`result_event_id`) and when it was
+/// said (`recorded_at`), from its stored event, so a console can link the two and date it.
 async fn with_result(state: &AppState, mut frame: Value) -> Value {
     let Ok(id) = serde_json::from_value::<uuid::Uuid>(frame["event_id"].clone()) else {
         return frame;
     };
     if let Ok(Some(event)) = state.ctx.store().get(id).await {
+        frame["recorded_at"] = json!(event.recorded_at);
         if let Ok(message) = event.decode::<AutonomyMessageRendered>() {
             frame["result_event_id"] = json!(message.result_event_id);
         }

@@ -1,5 +1,6 @@
 //! `GET /console`: the web console (plain HTML, CSS and JavaScript in `console/`, compiled
-//! into the binary: nothing to build or install besides Ghost). The pages carry no data; the
+//! into the binary: nothing to build or install besides Ghost; `console.js` holds what every
+//! view shares and Chat, each other view has its own script). The pages carry no data; the
 //! console signs in with the API token and uses the same `/api/*` endpoints as any client.
 
 use axum::http::header;
@@ -7,6 +8,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 const INDEX: &str = include_str!("../console/index.html");
 const SCRIPT: &str = include_str!("../console/console.js");
+const ACTIVITY: &str = include_str!("../console/activity.js");
+const STAGE: &str = include_str!("../console/stage.js");
+const MOOD: &str = include_str!("../console/mood.js");
+const MEMORY: &str = include_str!("../console/memory.js");
+const MEMORY_CARDS: &str = include_str!("../console/memory-cards.js");
 const STYLE: &str = include_str!("../console/console.css");
 
 // Its routes are in [`crate::routes::ROUTES`] (no token: the page itself asks for it).
@@ -24,6 +30,31 @@ pub async fn index() -> Response {
 /// `GET /console/console.js`.
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /console/activity.js`: the Activity view.
+pub async fn activity_script() -> Response {
+    asset("text/javascript; charset=utf-8", ACTIVITY)
+}
+
+/// `GET /console/stage.js`: the Stage view.
+pub async fn stage_script() -> Response {
+    asset("text/javascript; charset=utf-8", STAGE)
+}
+
+/// `GET /console/mood.js`: the Mood view.
+pub async fn mood_script() -> Response {
+    asset("text/javascript; charset=utf-8", MOOD)
+}
+
+/// `GET /console/memory.js`: the Memory view.
+pub async fn memory_script() -> Response {
+    asset("text/javascript; charset=utf-8", MEMORY)
+}
+
+/// `GET /console/memory-cards.js`: the Memory view's cards.
+pub async fn memory_cards_script() -> Response {
+    asset("text/javascript; charset=utf-8", MEMORY_CARDS)
 }
 
 /// `GET /console/console.css`.

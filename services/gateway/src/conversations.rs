@@ -10,8 +10,9 @@
 //! `GET /api/live` takes its token in its first frame, `{"type":"auth","token"}` (within
 //! 10 s), so the token is in no URL and a wrong one is an answer, not a failed upgrade:
 //! `{"type":"ready","persona","names":{id: display name},"max_message_chars",
-//! "autonomy_session_id","recall"}` (`recall`: whether replies recall memories, so have a
-//! `GET /api/recalls/{event_id}`) or
+//! "autonomy_session_id","recall","stage_cast":[{"id","display_name"}]}` (`recall`: whether
+//! replies recall memories, so have a `GET /api/recalls/{event_id}`; `stage_cast`: the
+//! characters on a stage, in turn order) or
 //! `{"type":"error","code":"unauthorized"}` and a close (1008). Then, client → server:
 //!
 //! - `{"type":"watch","session_id"}`: follow that conversation (instead of any before):
@@ -229,6 +230,14 @@ fn ready_frame(state: &AppState) -> Value {
         .iter()
         .map(|c| (c.name.clone(), Value::String(c.display_name.clone())))
         .collect();
+    let cast: Vec<Value> = config
+        .ghost
+        .stage
+        .cast_ids(&config.characters)
+        .into_iter()
+        .filter_map(|id| config.characters.get(id))
+        .map(|c| json!({ "id": c.name, "display_name": c.display_name }))
+        .collect();
     json!({
         "type": "ready",
         "persona": config.ghost.persona.character,
@@ -236,6 +245,7 @@ fn ready_frame(state: &AppState) -> Value {
         "max_message_chars": config.ghost.gateway.max_message_chars,
         "autonomy_session_id": config.ghost.autonomy.session_id,
         "recall": config.ghost.memory.recall_enabled,
+        "stage_cast": cast,
     })
 }
 

@@ -10,7 +10,9 @@
 //! - [`partner_mood`]: the mood debug API (`GET`/`PUT`/`DELETE /api/partner_mood`);
 //! - [`autonomy`]: `POST /api/autonomy/tick` and `GET /api/events` (WebSocket: the
 //!   persona's autonomy messages and the activity stream, for consoles);
-//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`); [`memory_edits`]:
+//! - [`memory`]: the memory debug API (`GET /api/memory?persona=ID`), with what people need
+//!   to read it ([`memory_view`]: order, duplicates, history, evidence in words; [`people`]:
+//!   names, from the platforms' profiles); [`memory_edits`]:
 //!   correcting and forgetting one memory (`POST /api/memory/edits`); [`forget_person`]:
 //!   forgetting a whole person (`POST /api/memory/forget-person`); [`recalls`]: what a
 //!   reply recalled (`GET /api/recalls/{event_id}`);
@@ -49,8 +51,10 @@ pub mod line;
 pub mod media;
 pub mod memory;
 pub mod memory_edits;
+pub mod memory_view;
 pub mod metrics;
 pub mod partner_mood;
+pub mod people;
 pub mod recalls;
 pub mod routes;
 pub mod server;
@@ -123,6 +127,8 @@ pub struct AppState {
     pub health_models: std::sync::Arc<Vec<(String, LlmClient)>>,
     /// Webhooks' appends, many webhooks per transaction (group commit).
     pub webhook_appends: ghost_shared::event_log::GroupAppender,
+    /// People's names, as looked up on their platforms (kept a while).
+    pub people: std::sync::Arc<people::People>,
 }
 
 /// Transactions of webhook appends in flight at once: while one commits, the next fills.
@@ -157,6 +163,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         platforms,
         health_models,
         webhook_appends,
+        people: Default::default(),
     });
     let g = &ctx_limits;
     let limits = server::ServerLimits {

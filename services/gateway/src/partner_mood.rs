@@ -3,7 +3,9 @@
 //! `GET` returns the value used for the last reply (or the default) — never a fresh
 //! computation; `PUT` replaces it entirely with a validated override, held in the mood
 //! service's memory only (lost on restart; at most `mood.max_overrides` personas at once,
-//! one more is `409 too_many_overrides`); `DELETE` returns to the computed value.
+//! one more is `409 too_many_overrides`); `DELETE` returns to the computed value. A persona
+//! that is no character of `characters.yaml` is `404 unknown_persona` for all three: nothing
+//! is shown of it, nothing saved for it.
 
 use std::time::Duration;
 
@@ -65,7 +67,7 @@ pub async fn get(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p.persona)?;
+    let persona = crate::memory::character(&state, p.persona)?;
     ask(&state, MoodDebugRequest::Get { persona }).await
 }
 
@@ -86,7 +88,7 @@ pub async fn put(
     })?;
     mood.validate()
         .map_err(|e| ApiError::bad_request("invalid_mood", e.to_string()))?;
-    let persona = persona(&state, p.persona)?;
+    let persona = crate::memory::character(&state, p.persona)?;
     ask(
         &state,
         MoodDebugRequest::Put {
@@ -102,6 +104,6 @@ pub async fn delete(
     State(state): State<AppState>,
     Query(p): Query<PersonaParam>,
 ) -> Result<Json<MoodAnswer>, ApiError> {
-    let persona = persona(&state, p.persona)?;
+    let persona = crate::memory::character(&state, p.persona)?;
     ask(&state, MoodDebugRequest::Delete { persona }).await
 }

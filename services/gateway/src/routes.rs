@@ -63,6 +63,15 @@ pub const ROUTES: &[Route] = &[
     route!("/console", Open, get(console::redirect)),
     route!("/console/", Open, get(console::index)),
     route!("/console/console.js", Open, get(console::script)),
+    route!("/console/activity.js", Open, get(console::activity_script)),
+    route!("/console/stage.js", Open, get(console::stage_script)),
+    route!("/console/mood.js", Open, get(console::mood_script)),
+    route!("/console/memory.js", Open, get(console::memory_script)),
+    route!(
+        "/console/memory-cards.js",
+        Open,
+        get(console::memory_cards_script)
+    ),
     route!("/console/console.css", Open, get(console::style)),
     // One handler for every platform: the path names it ([`crate::channel::Platforms`]).
     route!("/webhooks/line", Webhook, post(webhooks::receive)),

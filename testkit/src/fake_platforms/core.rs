@@ -102,6 +102,9 @@ pub(super) struct State {
     pub slack_messages: Vec<Value>,
     /// The user id the fake Slack's `auth.test` answers (None: `invalid_auth`).
     pub bot_user_id: Option<String>,
+    /// Users' profile names (LINE's profile, Slack's `users.info`, Telegram's
+    /// `getChatMember`), by user id.
+    pub profiles: HashMap<String, String>,
 }
 
 /// Shared handle on a fake's state.
@@ -167,6 +170,14 @@ impl Fake {
     /// Every delivery (messages a user would see), in order.
     pub fn deliveries(&self) -> Vec<Delivery> {
         self.shared.lock().deliveries.clone()
+    }
+
+    /// Gives user `user` the profile name `name` (unknown users are not found).
+    pub fn set_profile(&self, user: &str, name: &str) {
+        self.shared
+            .lock()
+            .profiles
+            .insert(user.to_owned(), name.to_owned());
     }
 
     /// Scripts the next answer of the calls scripted under `key`.

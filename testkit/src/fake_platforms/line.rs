@@ -1,4 +1,5 @@
-//! Fake LINE Messaging API: reply, push (with retry-key semantics) and message content.
+//! Fake LINE Messaging API: reply, push (with retry-key semantics), message content, and
+//! users' profiles (`/v2/bot/profile/{user}`, a group's or room's member profile).
 
 use std::sync::Arc;
 
@@ -35,7 +36,9 @@ impl FakeLine {
         let routes = Router::new()
             .route(REPLY, post(reply))
             .route(PUSH, post(push))
-            .route("/v2/bot/message/{id}/content", get(content));
+            .route("/v2/bot/message/{id}/content", get(content))
+            .route("/v2/bot/profile/{user}", get(profile))
+            .route("/v2/bot/{kind}/{chat}/member/{user}", get(member_profile));
         Ok(FakeLine(Fake::start(routes).await?))
     }
 
@@ -186,6 +189,40 @@ async fn push(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Respo
         json!({ "message": msg })
     };
     answer(status, retry_after.as_deref(), body)
+}
+
+/// `GET /v2/bot/profile/{user}`: the profile set with [`Fake::set_profile`].
+async fn profile(
+    State(s): State<Shared>,
+    Path(user): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    profile_of(&s, &format!("/v2/bot/profile/{user}"), &user, &headers)
+}
+
+/// `GET /v2/bot/{group|room}/{chat}/member/{user}`: the same profiles, in any chat.
+async fn member_profile(
+    State(s): State<Shared>,
+    Path((kind, chat, user)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let path = format!("/v2/bot/{kind}/{chat}/member/{user}");
+    if kind != "group" && kind != "room" {
+        s.record(&path, &headers, b"", 404);
+        return answer(404, None, json!({"message": "Not found"}));
+    }
+    profile_of(&s, &path, &user, &headers)
+}
+
+fn profile_of(s: &Shared, path: &str, user: &str, headers: &HeaderMap) -> Response {
+    let name = s.lock().profiles.get(user).cloned();
+    let (status, body) = match (authorized(headers), name) {
+        (false, _) => (401, json!({"message": "Authentication failed"})),
+        (true, None) => (404, json!({"message": "Not found"})),
+        (true, Some(name)) => (200, json!({"userId": user, "displayName": name})),
+    };
+    s.record(path, headers, b"", status);
+    answer(status, None, body)
 }
 
 async fn content(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {

@@ -1,4 +1,4 @@
-//! Fake Slack Web API: `chat.postMessage`, `auth.test`, `conversations.replies` and
+//! Fake Slack Web API: `chat.postMessage`, `auth.test`, `users.info`, `conversations.replies` and
 //! `conversations.history` (what it posted, with the posts' metadata), and shared files
 //! under `/files-pri/{id}/{name}` (Slack's `url_private_download`, served only with a bot
 //! token).
@@ -23,6 +23,8 @@ const REPLIES: &str = "/api/conversations.replies";
 const HISTORY: &str = "/api/conversations.history";
 /// Path of `auth.test`.
 const AUTH_TEST: &str = "/api/auth.test";
+/// Path of `users.info`.
+const USERS_INFO: &str = "/api/users.info";
 /// The bot user id `auth.test` answers unless told otherwise.
 pub const FAKE_BOT_USER_ID: &str = "UFAKEBOT";
 
@@ -45,6 +47,7 @@ impl FakeSlack {
             .route(AUTH_TEST, post(auth_test))
             .route(REPLIES, get(replies))
             .route(HISTORY, get(history))
+            .route(USERS_INFO, get(users_info))
             .route("/files-pri/{id}/{name}", get(file));
         let fake = Fake::start(routes).await?;
         fake.shared.lock().bot_user_id = Some(FAKE_BOT_USER_ID.to_owned());
@@ -182,6 +185,29 @@ async fn history(
     headers: HeaderMap,
 ) -> Response {
     read_messages(&s, HISTORY, &q, &headers, |m| m["thread_ts"].is_null())
+}
+
+/// `users.info`: the profile set with [`Fake::set_profile`] (`user_not_found` else).
+async fn users_info(
+    State(s): State<Shared>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let authorized = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("Bearer xoxb-"));
+    let user = q.get("user").cloned().unwrap_or_default();
+    let name = s.lock().profiles.get(&user).cloned();
+    let response = match (authorized, name) {
+        (false, _) => json!({"ok": false, "error": "invalid_auth"}),
+        (true, None) => json!({"ok": false, "error": "user_not_found"}),
+        (true, Some(name)) => json!({"ok": true, "user": {"id": user, "real_name": name,
+            "profile": {"display_name": name, "real_name": name}}}),
+    };
+    let query = serde_json::to_vec(&q).unwrap_or_default();
+    s.record(USERS_INFO, &headers, &query, 200);
+    Json(response).into_response()
 }
 
 fn read_messages(

@@ -1,4 +1,4 @@
-//! Fake Telegram Bot API: `sendMessage`, `getFile`, and file downloads under
+//! Fake Telegram Bot API: `sendMessage`, `getFile`, `getChatMember`, and file downloads under
 //! `/file/bot<token>/<file_path>`, each only for the bot token [`FAKE_TELEGRAM_TOKEN`] (the
 //! token is part of every URL, as Telegram's is).
 //!
@@ -23,6 +23,8 @@ pub const FAKE_TELEGRAM_TOKEN: &str = "123456789:AAFakeTelegramBotToken_abcdefgh
 const SEND_MESSAGE: &str = "sendMessage";
 /// Script key of `getFile`.
 const GET_FILE: &str = "getFile";
+/// `getChatMember`: the profile set with [`Fake::set_profile`].
+const GET_CHAT_MEMBER: &str = "getChatMember";
 
 /// A fake Telegram Bot API on `127.0.0.1:<port>` (its [`Fake::base_url`] is
 /// `telegram.api_base`). A delivery's `to` is the chat id, its `thread_ts` the forum topic;
@@ -100,6 +102,7 @@ async fn method(
         match name.as_str() {
             SEND_MESSAGE => send_message(&s, &parsed),
             GET_FILE => get_file(&s, &parsed),
+            GET_CHAT_MEMBER => chat_member(&s, &parsed),
             _ => (404, Value::Null, "Not Found", None),
         }
     };
@@ -151,6 +154,22 @@ fn send_message(s: &Shared, parsed: &Value) -> Answer {
             "",
             None,
         ),
+    }
+}
+
+fn chat_member(s: &Shared, parsed: &Value) -> Answer {
+    let user = parsed
+        .get("user_id")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    match s.lock().profiles.get(&user.to_string()) {
+        Some(name) => (
+            200,
+            json!({ "status": "member", "user": { "id": user, "is_bot": false, "first_name": name } }),
+            "",
+            None,
+        ),
+        None => (400, Value::Null, "Bad Request: user not found", None),
     }
 }
 

@@ -177,6 +177,24 @@ pub trait Platform: Send + Sync {
     /// What is sent when the persona could not answer (empty sends nothing).
     fn failure_reply(&self) -> &str;
 
+    /// The request for `person`'s profile as seen in the conversation `session_id` (the
+    /// caller sends it), when the platform has profiles and Ghost may ask: `None` without
+    /// its token, or for an id no user of it could have. Read with
+    /// [`Platform::profile_name`]; used by [`crate::people`] only.
+    fn profile_request(
+        &self,
+        _http: &reqwest::Client,
+        _person: &str,
+        _session_id: &str,
+    ) -> Option<reqwest::RequestBuilder> {
+        None
+    }
+
+    /// The name people know `person` by, from the answer to [`Platform::profile_request`].
+    fn profile_name(&self, _answer: &serde_json::Value) -> Option<String> {
+        None
+    }
+
     /// How its image announcements are stored (LINE and Slack keep the event types they
     /// stored before; a new platform uses the neutral [`ImageReceived`]).
     fn image_events(&self) -> ImageEvents {

@@ -9,6 +9,7 @@
 pub mod classify;
 mod deliver;
 mod platform;
+pub mod profile;
 pub mod reply;
 pub mod retry;
 pub mod signature;

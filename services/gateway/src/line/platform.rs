@@ -115,6 +115,25 @@ impl Platform for Line {
         &self.config.ghost.line.failure_reply
     }
 
+    fn profile_request(
+        &self,
+        http: &reqwest::Client,
+        person: &str,
+        session_id: &str,
+    ) -> Option<reqwest::RequestBuilder> {
+        let token = self.config.secrets.line_channel_access_token.as_ref()?;
+        let path = super::profile::profile_path(person, session_id)?;
+        let base = self.config.ghost.line.api_base.trim_end_matches('/');
+        Some(
+            http.get(format!("{base}{path}"))
+                .bearer_auth(token.expose()),
+        )
+    }
+
+    fn profile_name(&self, answer: &serde_json::Value) -> Option<String> {
+        super::profile::display_name(answer)
+    }
+
     fn image_events(&self) -> ImageEvents {
         ImageEvents::of::<LineImageReceived>()
     }

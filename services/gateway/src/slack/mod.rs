@@ -15,6 +15,7 @@ pub mod identity;
 mod lookup;
 mod platform;
 pub mod post;
+pub mod profile;
 pub mod signature;
 pub mod wire;
 

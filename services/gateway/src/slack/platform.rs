@@ -149,6 +149,25 @@ impl Platform for Slack {
         &self.config.ghost.slack.failure_reply
     }
 
+    fn profile_request(
+        &self,
+        http: &reqwest::Client,
+        person: &str,
+        _session_id: &str,
+    ) -> Option<reqwest::RequestBuilder> {
+        let token = self.config.secrets.slack_bot_token.as_ref()?;
+        let path = super::profile::users_info_path(person)?;
+        let base = self.config.ghost.slack.api_base.trim_end_matches('/');
+        Some(
+            http.get(format!("{base}{path}"))
+                .bearer_auth(token.expose()),
+        )
+    }
+
+    fn profile_name(&self, answer: &serde_json::Value) -> Option<String> {
+        super::profile::user_name(answer)
+    }
+
     fn image_events(&self) -> ImageEvents {
         ImageEvents::of::<SlackImageReceived>()
     }

@@ -16,6 +16,7 @@ pub mod classify;
 mod deliver;
 mod file;
 mod platform;
+pub mod profile;
 pub mod secret;
 pub mod send;
 pub mod wire;

@@ -104,6 +104,23 @@ impl Platform for Telegram {
     fn failure_reply(&self) -> &str {
         &self.config.ghost.telegram.failure_reply
     }
+
+    fn profile_request(
+        &self,
+        http: &reqwest::Client,
+        person: &str,
+        session_id: &str,
+    ) -> Option<reqwest::RequestBuilder> {
+        let token = self.config.secrets.telegram_bot_token.as_ref()?;
+        let body = super::profile::chat_member_body(person, session_id)?;
+        let base = self.config.ghost.telegram.api_base.trim_end_matches('/');
+        let url = format!("{base}/bot{}/getChatMember", token.expose());
+        Some(http.post(url).json(&body))
+    }
+
+    fn profile_name(&self, answer: &serde_json::Value) -> Option<String> {
+        super::profile::member_name(answer)
+    }
 }
 
 /// A Telegram turn in the gateway's terms: the message identity is the dedup key; a
