@@ -258,9 +258,11 @@ mod tests {
         for woken in ["SessionSummarized", "AssistantReplied", "StateUpserted"] {
             assert!(wakes(woken), "{woken}");
         }
+        // memory_embeddings embeds what users say, when there is an embedding model.
+        let embeds = config.ghost.llm.contains_key("embedding");
+        assert_eq!(wakes("UserMessageReceived"), embeds);
         // Listed by their writers, left to the poll, or projected by nobody.
         for quiet in [
-            "UserMessageReceived",
             "RouteDecided",
             "RenderRequested",
             "TokenRelayed",

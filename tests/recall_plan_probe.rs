@@ -27,10 +27,10 @@ fn every_fixture_message_gets_the_expected_plan() {
         assert_eq!(hint["about_year_end"], expect["about_year_end"], "{text}");
         assert_eq!(hint["life_stage_hint"], expect["life_stage"], "{text}");
         assert_eq!(
-            plan["limits"]["max_candidates"], 80,
+            plan["limits"]["max_candidates"], 12,
             "limits from config/ghost.yaml"
         );
-        assert_eq!(plan["limits"]["max_selected"], 12);
+        assert_eq!(plan["limits"]["max_selected"], 5);
     }
 }
 

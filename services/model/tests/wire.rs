@@ -22,6 +22,7 @@ fn server() -> &'static str {
         let path = embedded_model_file();
         let vars = vec![
             ("GHOST_MODEL__LISTEN".to_owned(), "127.0.0.1:0".to_owned()),
+            ("GHOST_MODEL__ENABLED".to_owned(), "true".to_owned()),
             ("GHOST_MODEL__PATH".to_owned(), path.display().to_string()),
             ("GHOST_MODEL__NAME".to_owned(), NAME.to_owned()),
             ("GHOST_MODEL__CONTEXT_SIZE".to_owned(), "2048".to_owned()),

@@ -214,7 +214,27 @@ fn the_embedded_model_section_is_checked_and_overridable() {
 
 /// Loads `ghost` with `vars` from a directory that holds the embedding model's weights (when
 /// `present`), as deploy/model.sh leaves them.
-fn load_beside_models(ghost: &str, vars: &[(&str, &str)], present: bool) -> Config {
+/// A configuration loaded from a temporary directory, removed when it is dropped (the
+/// configuration looks for the embedding model's files when asked whether it serves them).
+struct BesideModels {
+    config: Config,
+    base: std::path::PathBuf,
+}
+
+impl std::ops::Deref for BesideModels {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl Drop for BesideModels {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn load_beside_models(ghost: &str, vars: &[(&str, &str)], present: bool) -> BesideModels {
     let base = std::env::temp_dir().join(format!("ghost-config-{}", uuid::Uuid::new_v4()));
     let dir = base
         .join(".ghost-data/models")
@@ -228,8 +248,7 @@ fn load_beside_models(ghost: &str, vars: &[(&str, &str)], present: bool) -> Conf
         .map(|(k, v)| ((*k).into(), (*v).into()))
         .collect();
     let config = Config::from_strings(ghost, CHARACTERS, &vars, base.clone()).unwrap();
-    std::fs::remove_dir_all(base).unwrap();
-    config
+    BesideModels { config, base }
 }
 
 #[test]
