@@ -17,7 +17,7 @@ use ghost_shared::events::{
     PreferenceUpdated, RecallPerformed, StateUpserted, WritePlanRejected,
 };
 use ghost_testkit::model_recorder::{Exchange, Recorder};
-use ghost_testkit::testing::eventually;
+use ghost_testkit::testing::progressing;
 use support::embedded::{free_port, overrides};
 use support::TestApp;
 
@@ -32,6 +32,10 @@ const CONVERSATION: [&str; 5] = [
 
 /// The question about an earlier message.
 const QUESTION: usize = 3;
+
+/// How long the background work may go without one more outcome before the test fails: one
+/// write plan's budget on one thread of a slow machine, with room to spare.
+const STALL: Duration = Duration::from_secs(420);
 
 #[tokio::test]
 async fn a_conversation_on_the_real_model_keeps_every_contract() {
@@ -81,13 +85,12 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
         .filter(|e| e.is::<AssistantReplied>())
         .collect();
     assert_eq!(replies.len(), CONVERSATION.len());
-    let persona_events = eventually(Duration::from_secs(900), "plans and reflections", || {
-        let store = app.store.clone();
-        let persona = persona.clone();
-        let replies = replies.clone();
-        async move {
-            let events = store.read_stream(&persona, 0).await.ok()?;
-            let planned = replies.iter().all(|r| {
+    // Bounded by work, not by time: it waits while plans and reflections keep landing, and
+    // fails only when none has for STALL (a slower machine makes a slower test, issue 50).
+    let outcomes = |events: &[RecordedEvent]| {
+        let planned = replies
+            .iter()
+            .filter(|r| {
                 events.iter().any(|e| {
                     e.metadata.causation_id == Some(r.event_id)
                         && (e.is::<StateUpserted>()
@@ -95,8 +98,11 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
                             || e.is::<WritePlanRejected>()
                             || e.event_type == "EventAnnotated")
                 })
-            });
-            let felt = replies.iter().all(|r| {
+            })
+            .count();
+        let felt = replies
+            .iter()
+            .filter(|r| {
                 r.decode::<AssistantReplied>()
                     .is_ok_and(|a| a.affect.is_some())
                     || events.iter().any(|e| {
@@ -105,11 +111,21 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
                             || e.decode::<ModelAnswerRejected>()
                                 .is_ok_and(|m| m.source_event_id == r.event_id)
                     })
-            });
-            (planned && felt).then_some(events)
-        }
-    })
+            })
+            .count();
+        planned + felt
+    };
+    progressing(
+        STALL,
+        "plans and reflections",
+        2 * replies.len(),
+        || async {
+            let events = app.store.read_stream(&persona, 0).await.unwrap_or_default();
+            outcomes(&events)
+        },
+    )
     .await;
+    let persona_events = app.store.read_stream(&persona, 0).await.expect("persona");
     let exchanges = recorder.exchanges();
 
     // Every structured answer is valid against the schema its request carried.
@@ -197,13 +213,12 @@ async fn a_conversation_on_the_real_model_keeps_every_contract() {
 /// Waits until the first `replies` replies each have their write plan's outcome.
 async fn wait_for_plans(app: &TestApp, replies: usize) {
     let persona = persona_stream("kuro");
-    eventually(Duration::from_secs(900), "earlier plans", || async {
-        let events = app.store.read_stream(&persona, 0).await.ok()?;
-        let planned = events
+    progressing(STALL, "earlier plans", replies, || async {
+        let events = app.store.read_stream(&persona, 0).await.unwrap_or_default();
+        events
             .iter()
             .filter(|e| e.is::<WritePlanRejected>() || e.event_type == "EventAnnotated")
-            .count();
-        (planned >= replies).then_some(())
+            .count()
     })
     .await;
 }

@@ -268,6 +268,29 @@ pub async fn pipeline_idle(
     check.await.is_some()
 }
 
+/// Polls `count` every 50 ms until it reaches `target`, for as long as it keeps growing: it
+/// panics only when `stall` passes without progress. A slow machine shows as a slow test,
+/// not as a failure, while the work it waits for is still being done (issue 50).
+pub async fn progressing<F, Fut>(stall: Duration, what: &str, target: usize, mut count: F) -> usize
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = usize>,
+{
+    let (mut best, mut since) = (0, tokio::time::Instant::now());
+    loop {
+        let now = count().await;
+        if now >= target {
+            return now;
+        }
+        if now > best {
+            (best, since) = (now, tokio::time::Instant::now());
+        } else if since.elapsed() > stall {
+            panic!("timed out waiting for {what}: {now} of {target}, none more in {stall:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Polls `check` every 20 ms until it yields `Some`, or panics after `timeout`
 /// (a generous bound against hangs, not a performance assertion).
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T

@@ -201,11 +201,13 @@ impl ChannelApp {
 
     /// Waits until `n` events of `event_type` exist.
     pub async fn wait_events(&self, event_type: &str, n: usize) -> Vec<serde_json::Value> {
-        ghost_testkit::testing::eventually(Duration::from_secs(30), event_type, || async {
-            let e = self.events_of(event_type).await;
-            (e.len() >= n).then_some(e)
+        // While they keep coming, however slowly.
+        let stall = Duration::from_secs(30);
+        ghost_testkit::testing::progressing(stall, event_type, n, || async {
+            self.events_of(event_type).await.len()
         })
-        .await
+        .await;
+        self.events_of(event_type).await
     }
 
     /// The reason the dead letter of consumer `consumer` (`gateway_LineImageReceived`) gave.
