@@ -160,17 +160,18 @@ async fn recalled(c: &ChannelApp, needle: &str) -> Vec<String> {
     recall.decode::<RecallPerformed>().unwrap().selected_texts
 }
 
-/// The system text of the last reply request (the persona's model) holding `needle`.
-fn reply_prompt_with(c: &ChannelApp, needle: &str) -> String {
-    c.app
+/// The MEMORY block of the last reply request (the persona's model) holding `needle`.
+fn reply_memory_with(c: &ChannelApp, needle: &str) -> Option<String> {
+    let user = c
+        .app
         .llm
         .requests()
         .iter()
         .rev()
         .filter(|r| r.model.as_deref() != Some(WORKER_MODEL))
         .find(|r| r.last_user_text().is_some_and(|t| t.contains(needle)))
-        .and_then(RecordedRequest::system_text)
-        .unwrap_or_default()
+        .and_then(RecordedRequest::last_user_text)?;
+    ghost_shared::llm::Fence::data_of(&user, "MEMORY").map(str::to_owned)
 }
 
 fn own(person: &str, polarity: &str) -> (String, String, String) {
@@ -185,9 +186,7 @@ async fn asks(c: &ChannelApp, question: &str, mine: &str, theirs: &str) {
     assert!(joined.contains(&format!(" {mine}: celery")), "{texts:?}");
     assert!(!joined.contains(&format!(" {theirs}: celery")), "{texts:?}");
     assert!(joined.contains("セロリについてもっと知りたい"), "{texts:?}");
-    let prompt = reply_prompt_with(c, question);
-    assert!(prompt.contains("[What you remember now"), "{prompt}");
-    let pack = prompt.split("[What you remember now").nth(1).unwrap();
+    let pack = reply_memory_with(c, question).expect("the reply's MEMORY block");
     assert!(pack.contains(&format!(" {mine}: celery")), "{pack}");
     assert!(!pack.contains(&format!(" {theirs}: celery")), "{pack}");
 }

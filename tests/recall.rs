@@ -92,16 +92,18 @@ async fn a_memory_from_one_session_is_recalled_in_a_later_one() {
     let done = events.last().unwrap();
     assert_eq!(done.event, "done");
 
-    // The reply prompt carried the memory.
-    let last_prompt = app
-        .persona_requests()
-        .last()
-        .unwrap()
-        .system_text()
-        .unwrap();
+    // The reply prompt carried the memory, as data in the user's turn, never as a system
+    // instruction.
+    let last = app.persona_requests().pop().unwrap();
+    let user = last.last_user_text().unwrap();
+    let memory = ghost_shared::llm::Fence::data_of(&user, "MEMORY").unwrap_or_default();
+    assert!(memory.contains("マスターはピーマンが大好きだ"), "{user}");
     assert!(
-        last_prompt.contains("マスターはピーマンが大好きだ"),
-        "{last_prompt}"
+        !last
+            .system_text()
+            .unwrap()
+            .contains("マスターはピーマンが大好きだ"),
+        "a memory in a system message"
     );
     // The selection was asked as this persona.
     let selection = app
@@ -198,13 +200,16 @@ async fn an_unusable_selection_means_no_memories_and_the_reply_goes_on() {
     let r = recall_of(&app, "sel-b").await;
     assert!(r.selected_ids.is_empty());
     assert!(r.selection_error.unwrap().contains("not {\"selected_ids\""));
-    assert!(!app
+    let user = app
         .persona_requests()
-        .last()
+        .pop()
         .unwrap()
-        .system_text()
-        .unwrap()
-        .contains("What you remember now"));
+        .last_user_text()
+        .unwrap();
+    assert!(
+        ghost_shared::llm::Fence::data_of(&user, "MEMORY").is_none(),
+        "{user}"
+    );
     app.cleanup().await;
 }
 

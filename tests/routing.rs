@@ -395,12 +395,13 @@ async fn short_memory_is_summarized_and_used_in_prompts() {
         .and_then(|q| q.last_user_text())
         .unwrap_or_default();
     assert!(task.contains("short summary of the talk"), "{task}");
+    // The reply gets it in the message it answers, as the SUMMARY block.
     let persona = r.requests(Kind::Persona);
-    let system = persona
+    let message = persona
         .last()
-        .and_then(|q| q.system_text())
+        .and_then(|q| q.last_user_text())
         .unwrap_or_default();
-    assert!(system.contains("short summary of the talk"), "{system}");
+    assert!(message.contains("short summary of the talk"), "{message}");
     assert_eq!(r.requests(Kind::Summary).len(), 1);
     r.cleanup().await;
 }
@@ -547,7 +548,7 @@ async fn short_memory_leaves_no_gap_between_the_summary_and_the_window() {
     assert_eq!(summaries.len(), 2, "{summaries:?}");
     for i in 1..=4 {
         assert!(
-            summaries[0].contains(&format!("user: /chat m{i}\n")),
+            summaries[0].contains(&said_by_user(&format!("/chat m{i}"))),
             "{}",
             summaries[0]
         );
@@ -555,12 +556,15 @@ async fn short_memory_leaves_no_gap_between_the_summary_and_the_window() {
     let second = &summaries[1];
     assert!(second.contains("[previous summary]"), "{second}");
     for i in 5..=8 {
-        assert!(second.contains(&format!("user: /chat m{i}\n")), "{second}");
+        assert!(
+            second.contains(&said_by_user(&format!("/chat m{i}"))),
+            "{second}"
+        );
     }
-    assert!(!second.contains("user: /chat m4\n"), "{second}");
+    assert!(!second.contains(&said_by_user("/chat m4")), "{second}");
 
-    // The reply to m10 and the worker's task see m8 (the summary's message) and m9,
-    // though their minimum windows are two lines.
+    // The reply to m10 and the worker's task see m8 (the summary's message) and m9, and
+    // their minimum windows (two lines) before m8: m7 and its reply, not m6.
     let persona = r
         .requests(Kind::Persona)
         .pop()
@@ -576,14 +580,20 @@ async fn short_memory_leaves_no_gap_between_the_summary_and_the_window() {
             "{said} not in {history:?}"
         );
     }
-    assert!(!history.iter().any(|h| h == "/chat m7"), "{history:?}");
+    assert!(history.iter().any(|h| h == "/chat m7"), "{history:?}");
+    assert!(!history.iter().any(|h| h == "/chat m6"), "{history:?}");
     let task = r
         .requests(Kind::Work)
         .pop()
         .and_then(|q| q.last_user_text())
         .unwrap_or_default();
-    for said in ["user: /chat m8", "user: /chat m9"] {
-        assert!(task.contains(said), "{said} not in {task}");
+    for said in ["/chat m8", "/chat m9"] {
+        assert!(task.contains(&said_by_user(said)), "{said} not in {task}");
     }
     r.cleanup().await;
+}
+
+/// `text` as a transcript holds a line the user said (its speaker a field of its own).
+fn said_by_user(text: &str) -> String {
+    serde_json::json!({"speaker": "user", "text": text}).to_string()
 }

@@ -647,7 +647,13 @@ async fn without_a_model_summary_the_transcript_is_kept_whole() {
     let events = stage_events(&app, "whole").await;
     let memory: StageMemorySaved = events.iter().find_map(|e| e.decode().ok()).unwrap();
     assert!(memory.summary.contains(long), "{}", memory.summary);
-    assert!(memory.summary.contains("User: [Next: LUMINA] 灯台は何色？"));
+    assert!(
+        memory
+            .summary
+            .contains(r#"{"speaker":"user","text":"[Next: LUMINA] 灯台は何色？"}"#),
+        "{}",
+        memory.summary
+    );
     app.cleanup().await;
 }
 

@@ -24,10 +24,17 @@ pub fn max_lines(summarize_after_turns: u32, min_lines: usize) -> usize {
 
 /// The index of the first history line a prompt includes. `is_user` tells, for each line
 /// (oldest first), whether the user wrote it; `since` is
-/// [`user_messages_since_summary`] (None for a request that does not say: `min_lines`).
-/// The window reaches back to the `since`-th user line from the end, holds at least
-/// `min_lines` lines (overlap with the summary is harmless) and at most `max_lines` (a
-/// summary far behind must not grow a prompt without bound).
+/// [`user_messages_since_summary`] (None for a request that does not say: the last
+/// `min_lines`). The window reaches back to the `since`-th user line from the end (the
+/// summary's anchor) and `min_lines` more before it (overlap with the summary is harmless),
+/// and holds at most `max_lines` (a summary far behind must not grow a prompt without
+/// bound).
+///
+/// Its start is counted from the anchor, not from the end: between two summaries it stays
+/// on the same line turn after turn, so the prompt begins with the same bytes and a model
+/// server that keeps the previous prompt's state decodes only the new lines (issue 45 item
+/// 6). A window counted back from the end slid by two lines every turn and was decoded
+/// whole every time.
 pub fn window_start(
     is_user: &[bool],
     since: Option<u32>,
@@ -57,7 +64,7 @@ pub fn window_start(
             start = 0;
         }
     }
-    start.min(by_count).max(floor)
+    start.saturating_sub(min_lines).min(by_count).max(floor)
 }
 
 #[cfg(test)]
@@ -76,7 +83,11 @@ mod tests {
         let since = user_messages_since_summary(27, Some(20));
         assert_eq!(since, 7);
         let start = window_start(&lines, Some(since), 6, 200);
-        assert_eq!(lines.len() - start, 14);
+        assert_eq!(
+            lines.len() - start,
+            14 + 6,
+            "the anchor and six lines before it"
+        );
         assert!(lines[start], "it starts at a user line");
     }
 
@@ -90,8 +101,8 @@ mod tests {
     #[test]
     fn never_fewer_than_the_minimum_nor_more_than_the_maximum() {
         let lines = exchanges(30);
-        // Right after a summary: the minimum still holds.
-        assert_eq!(window_start(&lines, Some(1), 12, 200), 60 - 12);
+        // Right after a summary: the minimum still holds, before the anchor.
+        assert_eq!(window_start(&lines, Some(1), 12, 200), 60 - 2 - 12);
         // A summary far behind: the maximum holds.
         assert_eq!(window_start(&lines, Some(30), 12, 40), 20);
         // A request that does not say: the minimum, as before.
@@ -111,5 +122,22 @@ mod tests {
         assert_eq!(user_messages_since_summary(20, Some(20)), 0);
         let lines = exchanges(19);
         assert_eq!(window_start(&lines, Some(0), 6, 200), 38 - 6);
+    }
+
+    #[test]
+    fn between_two_summaries_the_window_starts_on_the_same_line() {
+        // Summary at message 20; messages 21 to 39 come, each with its reply.
+        let starts: Vec<usize> = (21..40)
+            .map(|now| {
+                let lines = exchanges(now - 1);
+                window_start(
+                    &lines,
+                    Some(user_messages_since_summary(now as u32, Some(20))),
+                    12,
+                    200,
+                )
+            })
+            .collect();
+        assert!(starts.iter().all(|s| *s == starts[0]), "{starts:?}");
     }
 }

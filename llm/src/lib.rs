@@ -8,6 +8,7 @@
 //! - [`refusal`]: endpoints that refuse structured output, noted per role;
 //! - [`fence`](Fence): data in a prompt behind a per-prompt random boundary;
 //! - [`repetition`]: where a reply starts repeating itself (a small model's loop);
+//! - [`transcript`]: who said what, as JSON, so no utterance can speak for another;
 //! - `write`: a free-text answer streamed to its end, cut at a loop ([`Written`]);
 //! - [`contracts`]: the shapes of every model answer Ghost parses, as JSON Schemas.
 //!
@@ -26,6 +27,7 @@ mod image;
 mod message;
 pub mod refusal;
 pub mod repetition;
+pub mod transcript;
 mod wire;
 mod write;
 
@@ -36,6 +38,7 @@ pub use error::LlmError;
 pub use fence::Fence;
 pub use message::{ChatMessage, ContentPart, FileImage, ImagePart, ImageSource, Role};
 pub use repetition::RepetitionGuard;
+pub use transcript::transcript;
 pub use write::{Ending, Written};
 
 /// Tracing target of every HTTP-level log line of the client (image audit included).

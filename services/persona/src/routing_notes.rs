@@ -3,7 +3,6 @@
 //! only calls in).
 
 use ghost_shared::events::RenderRequested;
-use ghost_shared::llm::ChatMessage;
 use ghost_shared::routing::Notice;
 
 /// The lines (each with its line break) to put before the reply, streamed and stored: the
@@ -28,19 +27,14 @@ pub fn declaration_prefix(request: &RenderRequested) -> Option<String> {
     }
 }
 
-/// The session's short-memory summary as a system message (prompts use it plus the last
-/// turns, never the whole history).
-pub fn summary_message(request: &RenderRequested) -> Option<ChatMessage> {
+/// The session's short-memory summary (prompts use it plus the last turns, never the whole
+/// history): data the reply's prompt fences, since people's words went into it.
+pub fn summary(request: &RenderRequested) -> Option<&str> {
     request
         .memory_summary
         .as_deref()
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| {
-            ChatMessage::system(format!(
-                "[summary of the conversation so far]\n{}",
-                s.trim()
-            ))
-        })
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
 }
 
 /// Instructions for a notice, appended to the user's turn in the prompt.
@@ -160,6 +154,6 @@ mod tests {
         assert!(notice_note(&r).is_some_and(|n| n.contains("/cloud")));
         assert!(status_note(&r).is_some_and(|n| n.contains("failed")));
         assert_eq!(notice_note(&request()), None);
-        assert!(summary_message(&request()).is_none());
+        assert!(summary(&request()).is_none());
     }
 }

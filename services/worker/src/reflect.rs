@@ -12,7 +12,7 @@ use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     persona_stream, AffectReflected, ModelAnswerRejected, PersonaUtterance, UserMessageReceived,
 };
-use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient, LlmError};
+use ghost_shared::llm::{transcript, Call, ChatMessage, Fence, LlmClient, LlmError};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::{info, warn};
@@ -50,11 +50,9 @@ impl Reflector {
         let reply = match PersonaUtterance::decode(event).map_err(HandlerError::permanent)? {
             Some(PersonaUtterance::AssistantReplied(reply)) => reply,
             Some(PersonaUtterance::AutonomyMessageRendered(message)) => {
+                // No user message: the persona spoke on its own, reporting what it did.
                 return Ok(Some(Episode {
-                    exchange: format!(
-                        "(no user message: {0} spoke on its own, reporting what it did)\n{0}: {1}",
-                        message.persona, message.text
-                    ),
+                    exchange: transcript([(message.persona.as_str(), message.text.as_str())]),
                     speaker: message.persona,
                 }));
             }
@@ -82,7 +80,10 @@ impl Reflector {
             None => String::new(),
         };
         Ok(Some(Episode {
-            exchange: format!("User: {user_text}\n{}: {}", reply.speaker, reply.text),
+            exchange: transcript([
+                ("user", user_text.as_str()),
+                (reply.speaker.as_str(), reply.text.as_str()),
+            ]),
             speaker: reply.speaker,
         }))
     }

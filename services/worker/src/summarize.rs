@@ -8,7 +8,7 @@ use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::events::{
     memory_stream, AssistantReplied, SessionSummarized, SummarizeRequested, UserMessageReceived,
 };
-use ghost_shared::llm::{Call, ChatMessage, Fence, LlmClient};
+use ghost_shared::llm::{transcript, Call, ChatMessage, Fence, LlmClient};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 use tracing::warn;
@@ -52,11 +52,8 @@ impl EventHandler for Summarizer {
             text.push_str("\n\n");
         }
         text.push_str("[turns since]\n");
-        let lines: Vec<String> = turns
-            .iter()
-            .map(|(role, said)| format!("{role}: {said}"))
-            .collect();
-        text.push_str(&fence.block("TURNS", &lines.join("\n")));
+        let lines = transcript(turns.iter().map(|(role, said)| (*role, said.as_str())));
+        text.push_str(&fence.block("TURNS", &lines));
         let messages = [
             ChatMessage::system(self.system.clone()),
             ChatMessage::user(text),

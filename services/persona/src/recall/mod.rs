@@ -47,7 +47,7 @@ use collect::{collect, HistoryWindow, Scope};
 /// What one recall gives the reply.
 #[derive(Debug, Clone)]
 pub struct Recalled {
-    /// The system message with the selected memories (none when nothing was selected).
+    /// The selected memories, one line each (none when nothing was selected).
     pub pack: Option<String>,
     /// The record of it.
     pub event: RecallPerformed,
@@ -177,12 +177,10 @@ impl Recaller {
             selected = selected_ids.len(),
             "recalled"
         );
+        // The reply fences it as the MEMORY block: data, never an instruction.
         let pack = (!selected_texts.is_empty()).then(|| {
             let lines: Vec<String> = selected_texts.iter().map(|t| format!("- {t}")).collect();
-            format!(
-                "[What you remember now — use it only where it fits, in your own words]\n{}",
-                lines.join("\n")
-            )
+            lines.join("\n")
         });
         Recalled {
             pack,

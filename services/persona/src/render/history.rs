@@ -92,21 +92,35 @@ impl Renderer {
             history_turns,
             max_lines,
         );
-        let system = format!(
-            "{}\n\n{}\n\n{}",
-            self.system_prompt,
-            mood_capsule(&mood),
-            self.trailer_prompt
-        );
+        // The prompt's order is what a model server's cache needs: what never changes first
+        // (the persona, its rules), then the conversation (its window starts on the same line
+        // between summaries), and what changes every turn last: the mood, what was
+        // recalled, the summary, the message. Recalled lines and the summary are data the
+        // user and others once wrote: fenced in the user's turn, never system instructions.
         let mut messages = Vec::with_capacity(history.len() - skip + 3);
-        messages.push(ChatMessage::system(system));
-        messages.extend(recalled.map(ChatMessage::system));
-        messages.extend(routing_notes::summary_message(request));
+        messages.push(ChatMessage::system(format!(
+            "{}\n\n{}",
+            self.system_prompt, self.trailer_prompt
+        )));
         messages.extend(history.into_iter().skip(skip));
-        let mut user = request.user_text.clone();
+        messages.push(ChatMessage::system(mood_capsule(&mood)));
+        let fence = Fence::new();
+        let mut user = String::new();
+        if let Some(summary) = routing_notes::summary(request) {
+            user.push_str(&fence.block("SUMMARY", summary));
+            user.push_str("\n\n");
+        }
+        if let Some(recalled) = &recalled {
+            user.push_str(&fence.block("MEMORY", recalled));
+            user.push_str("\n\n");
+        }
+        if !user.is_empty() {
+            user.push_str("[the message you answer]\n");
+        }
+        user.push_str(&request.user_text);
         if let Some(result) = &request.work_result {
             user.push_str("\n\n[task result to convey]\n");
-            user.push_str(&Fence::new().block("TASK_RESULT", &result.to_string()));
+            user.push_str(&fence.block("TASK_RESULT", &result.to_string()));
             user.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
         user.push_str(routing_notes::notice_note(request).unwrap_or_default());

@@ -75,40 +75,53 @@ impl MemoryHandler {
 
 /// The speakers and the transcript of run `ended` from the stream's events (oldest
 /// first), every line whole.
-pub fn transcript(events: &[RecordedEvent], ended: &StageEnded) -> (Vec<String>, String) {
+/// Each utterance as `(speaker, text)`: the speaker is a field of its own, so no line can
+/// speak as another ([`ghost_shared::llm::transcript`]).
+pub fn transcript(
+    events: &[RecordedEvent],
+    ended: &StageEnded,
+) -> (Vec<String>, Vec<(String, String)>) {
     let mut speakers = Vec::new();
     let mut lines = Vec::new();
     for e in events {
         if e.event_id == ended.input_id {
             if let Ok(input) = e.decode::<StageUserInput>() {
-                lines.push(format!("User: {}", input.text));
+                lines.push(("user".to_owned(), input.text));
             }
         } else if let Ok(s) = e.decode::<StageSpoke>() {
             if s.input_id == ended.input_id {
                 speakers.push(s.speaker.clone());
-                lines.push(format!("{}: {}", s.display_name, s.text));
+                lines.push((s.display_name, s.text));
             }
         } else if let Ok(f) = e.decode::<StageTurnFailed>() {
             if f.input_id == ended.input_id {
-                lines.push(format!("({} did not answer: {})", f.speaker, f.code));
+                lines.push((
+                    "stage".to_owned(),
+                    format!("({} did not answer: {})", f.speaker, f.code),
+                ));
             }
         }
     }
-    (speakers, lines.join("\n"))
+    (speakers, lines)
 }
 
-/// The transcript kept as the memory: a heading, then the newest whole lines that fit in
-/// [`TRANSCRIPT_CHARS`].
-fn kept_transcript(ended: &StageEnded, transcript: &str) -> String {
-    let mut kept: Vec<&str> = Vec::new();
+/// `lines` as the JSON transcript a prompt or a memory holds.
+fn as_json(lines: &[(String, String)]) -> String {
+    ghost_shared::llm::transcript(lines.iter().map(|(s, t)| (s.as_str(), t.as_str())))
+}
+
+/// The transcript kept as the memory: a heading, then the newest whole utterances that fit
+/// in [`TRANSCRIPT_CHARS`].
+fn kept_transcript(ended: &StageEnded, lines: &[(String, String)]) -> String {
+    let mut kept: Vec<(String, String)> = Vec::new();
     let mut used = 0;
-    for line in transcript.lines().rev() {
-        let n = line.chars().count() + 1;
+    for line in lines.iter().rev() {
+        let n = line.0.chars().count() + line.1.chars().count() + 4;
         if used + n > TRANSCRIPT_CHARS && !kept.is_empty() {
             break;
         }
         used += n;
-        kept.push(line);
+        kept.push(line.clone());
     }
     kept.reverse();
     format!(
@@ -116,7 +129,7 @@ fn kept_transcript(ended: &StageEnded, transcript: &str) -> String {
         ended.stage_id,
         ended.turns,
         ended.reason,
-        kept.join("\n")
+        as_json(&kept)
     )
 }
 
@@ -144,7 +157,7 @@ impl EventHandler for MemoryHandler {
             .await
             .map_err(HandlerError::transient)?;
         let (speakers, transcript) = transcript(&tail, &ended);
-        let summary = match self.summary_of(&transcript).await {
+        let summary = match self.summary_of(&as_json(&transcript)).await {
             Some(summary) => summary,
             None => kept_transcript(&ended, &transcript),
         };

@@ -77,13 +77,14 @@ impl StageView {
                 out.push_str("\n\n");
             }
         }
-        out.push_str("The conversation so far:\n");
-        for line in &self.lines {
-            out.push_str(&line.display_name);
-            out.push_str(": ");
-            out.push_str(&line.text);
-            out.push('\n');
-        }
+        // Who said each line is a field of its own: a line cannot speak as another.
+        out.push_str("The conversation so far (JSON: who spoke, and what they said):\n");
+        out.push_str(&ghost_shared::llm::transcript(
+            self.lines
+                .iter()
+                .map(|l| (l.display_name.as_str(), l.text.as_str())),
+        ));
+        out.push('\n');
         out.push_str(&format!(
             "\nNow it is your turn. Speak as {display_name}, then nominate who speaks next."
         ));

@@ -356,11 +356,11 @@ impl Router {
             .filter(|e| e.version < turn.event.version)
             .filter_map(|e| {
                 if let Ok(m) = e.decode::<UserMessageReceived>() {
-                    Some((true, format!("user: {}", m.text)))
+                    Some((true, m.text))
                 } else if let Ok(r) = e.decode::<AssistantReplied>() {
-                    Some((false, format!("assistant: {}", r.text)))
+                    Some((false, r.text))
                 } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
-                    Some((false, format!("assistant: {}", m.text)))
+                    Some((false, m.text))
                 } else {
                     None
                 }
@@ -369,10 +369,15 @@ impl Router {
         let is_user: Vec<bool> = lines.iter().map(|l| l.0).collect();
         let skip = window_start(&is_user, Some(since), recent, max_lines);
         lines.drain(..skip);
-        let lines: Vec<String> = lines.into_iter().map(|l| l.1).collect();
         if !lines.is_empty() {
-            out.push_str("[recent turns]\n");
-            out.push_str(&lines.join("\n"));
+            // Who said each line is a field of its own: no line can speak as another.
+            let said = ghost_shared::llm::transcript(
+                lines
+                    .iter()
+                    .map(|(user, text)| (if *user { "user" } else { "assistant" }, text.as_str())),
+            );
+            out.push_str("[recent turns, as JSON: speaker and text]\n");
+            out.push_str(&said);
             out.push('\n');
         }
         Ok(out)
