@@ -54,7 +54,7 @@ fn names_and_projection_names_are_unique() {
     projections.dedup();
     assert_eq!(projections.len(), all, "{projections:?}");
     assert_eq!(
-        all, 4,
-        "assistant_text, memory, partner_mood_state, routing"
+        all, 5,
+        "assistant_text, memory, partner_mood_state, reminders, routing"
     );
 }

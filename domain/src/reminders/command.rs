@@ -13,7 +13,7 @@
 //! `<n>` is a reminder's number in `/remind list` or the start of its id. Times are the
 //! person's local times; a time the clocks skip is refused, not moved.
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SubsecRound, Utc};
 use chrono_tz::Tz;
 
 use super::recurrence::{local_to_utc, next_after, ReminderRuleError};
@@ -160,10 +160,9 @@ fn parse_when<'a>(
         "in" => {
             let (secs, used) = parse_duration(&lower[1..])
                 .ok_or_else(|| CommandError::BadTime(words[1..].join(" ")))?;
-            Ok((
-                When::Once(now + Duration::seconds(secs)),
-                &words[1 + used..],
-            ))
+            // Whole seconds: a reminder is not timed to the microsecond.
+            let at = (now + Duration::seconds(secs)).trunc_subsecs(0);
+            Ok((When::Once(at), &words[1 + used..]))
         }
         "at" => {
             let (time, used) = time_at(&lower, 1)?;
