@@ -422,3 +422,135 @@ async fn people_see_move_and_cancel_only_their_own_reminders_and_bad_input_chang
     assert_eq!(of_type(&app, ReminderScheduled::EVENT_TYPE).await.len(), 2);
     app.cleanup().await;
 }
+
+/// The `ReminderScheduled` events, oldest first.
+async fn scheduled(app: &TestApp) -> Vec<(RecordedEvent, ReminderScheduled)> {
+    of_type(app, ReminderScheduled::EVENT_TYPE)
+        .await
+        .into_iter()
+        .map(|e| {
+            let s = e.decode().unwrap();
+            (e, s)
+        })
+        .collect()
+}
+
+/// The next `hh:00` in `zone` after `after` (tomorrow's when `tomorrow`).
+fn next_local(after: DateTime<Utc>, zone: &str, hour: u32, tomorrow: bool) -> DateTime<Utc> {
+    let tz = ghost_shared::reminders::parse_zone(zone).unwrap();
+    let mut day = after.with_timezone(&tz).date_naive();
+    if tomorrow {
+        day = day.succ_opt().unwrap();
+    }
+    let local = day.and_hms_opt(hour, 0, 0).unwrap();
+    ghost_shared::reminders::recurrence::local_to_utc(local, tz).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remind_commands_resolve_in_each_persons_zone_and_list_and_cancel_by_chat() {
+    let app = TestApp::spawn_adjusted(&ghost::stack::ServiceName::ALL, &SIMULATED, |c| {
+        let zones = &mut c.ghost.reminders.time_zones;
+        zones.insert("user".into(), "Asia/Tokyo".into());
+        zones.insert("bob".into(), "America/New_York".into());
+    })
+    .await;
+    app.llm.set_default(Script::reply("OK!"));
+    let chat = |user: &'static str, text: &'static str| {
+        let app = &app;
+        async move {
+            let r = app
+                .http
+                .post(format!("{}/api/chat", app.base_url))
+                .bearer_auth(TOKEN)
+                .json(&json!({"session_id": "family", "user_id": user, "text": text}))
+                .send()
+                .await
+                .unwrap();
+            support::read_sse(r).await
+        }
+    };
+    let done = |events: &[support::SseEvent]| events.last().map(|e| e.event.clone());
+    assert_eq!(
+        done(&chat("user", "/remind tomorrow at 9 call Mom").await).as_deref(),
+        Some("done")
+    );
+    assert_eq!(
+        done(&chat("bob", "/remind tomorrow at 9 call Mom").await).as_deref(),
+        Some("done")
+    );
+    let s = scheduled(&app).await;
+    assert_eq!(s.len(), 2);
+    let message_time = |i: usize| s[i].0.recorded_at;
+    assert_eq!(s[0].1.person, "user");
+    assert_eq!(s[0].1.time_zone, "Asia/Tokyo");
+    assert_eq!(
+        s[0].1.due_at,
+        next_local(message_time(0), "Asia/Tokyo", 9, true)
+    );
+    assert_eq!(s[1].1.person, "bob");
+    assert_eq!(
+        s[1].1.due_at,
+        next_local(message_time(1), "America/New_York", 9, true)
+    );
+    assert_ne!(
+        s[0].1.due_at, s[1].1.due_at,
+        "9 in Tokyo is not 9 in New York"
+    );
+    assert_eq!(s[0].1.text, "call Mom");
+
+    // The persona was asked to confirm with the absolute time understood.
+    let renders = of_type(&app, "RenderRequested").await;
+    let result = renders.last().unwrap().payload["work_result"].clone();
+    assert_eq!(result["reminder_set"], "call Mom", "{result}");
+    assert!(result["at"].as_str().unwrap().contains("09:00"), "{result}");
+
+    // Listed and cancelled by chat: the user's own only.
+    wait_listed(&app, "user", 1).await;
+    chat("user", "/remind list").await;
+    let renders = of_type(&app, "RenderRequested").await;
+    let result = renders.last().unwrap().payload["work_result"].clone();
+    assert_eq!(result["reminders"].as_array().unwrap().len(), 1, "{result}");
+    chat("user", "/remind cancel 1").await;
+    wait_listed(&app, "user", 0).await;
+    assert_eq!(list(&app, "bob").await.len(), 1, "bob's stays");
+    // A bad command is refused in words, and changes nothing.
+    chat("user", "/remind at 25:00 x").await;
+    let renders = of_type(&app, "RenderRequested").await;
+    assert!(renders.last().unwrap().payload["work_result"]["reminder_refused"].is_string());
+    assert_eq!(scheduled(&app).await.len(), 2);
+    app.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remind_command_on_line_is_pushed_back_to_line_once() {
+    let c = ChannelApp::spawn(&SIMULATED).await;
+    c.app.llm.set_default(Script::reply("了解!"));
+    let body = line_text(
+        "ev-r",
+        "U7",
+        "/remind in 20 minutes take the pasta out",
+        "rt-r",
+        false,
+    );
+    assert_eq!(c.post_line_signed(&body).await, 200);
+    c.line_deliveries(1).await;
+    let s = scheduled(&c.app).await;
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].1.channel, ghost_shared::events::Channel::Line);
+    wait_listed(&c.app, "U7", 1).await;
+    advance(&c.app, 20 * 60 + 1).await;
+    let d = c.line_deliveries(2).await;
+    assert_eq!(d[1].endpoint, "push");
+    assert_eq!(d[1].to, "U7");
+    assert_eq!(
+        d[1].texts,
+        vec!["⏰ Reminder: take the pasta out".to_owned()]
+    );
+    // LINE redelivers the command: nothing new is scheduled or sent.
+    let again = body.replace(r#""isRedelivery":false"#, r#""isRedelivery":true"#);
+    assert_eq!(c.post_line_signed(&again).await, 200);
+    settle().await;
+    assert_eq!(scheduled(&c.app).await.len(), 1);
+    assert_eq!(c.line.deliveries().len(), 2);
+    c.cleanup().await;
+}
