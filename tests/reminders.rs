@@ -554,3 +554,70 @@ async fn a_remind_command_on_line_is_pushed_back_to_line_once() {
     assert_eq!(c.line.deliveries().len(), 2);
     c.cleanup().await;
 }
+
+/// The session and speaker of the first message that came on `channel`.
+async fn first_on(c: &ChannelApp, channel: &str) -> (String, String) {
+    eventually(WAIT, channel, || async {
+        c.events_of("UserMessageReceived")
+            .await
+            .into_iter()
+            .find(|m| m["channel"] == channel)
+            .map(|m| {
+                let s = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+                (s("session_id"), s("speaker"))
+            })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slack_and_telegram_reminders_go_back_to_their_thread_and_chat_once() {
+    let c = ChannelApp::spawn(&SIMULATED).await;
+    c.app.llm.set_default(Script::reply("sure"));
+    let mention = support::platforms::slack_event(
+        "Ev-rem",
+        json!({"type":"app_mention","user":"U7","text":format!("<@{}> hi", support::platforms::BOT),
+               "ts":"1700000001.000100","channel":"C1"}),
+    );
+    assert_eq!(c.post_slack_signed(&mention, None).await, 200);
+    let tg = support::platforms::telegram_text(1, 4242, 10, "hi");
+    assert_eq!(c.post_telegram_signed(&tg).await, 200);
+    c.slack_deliveries(1).await;
+    c.telegram_deliveries(1).await;
+    for channel in ["slack", "telegram"] {
+        let (session, person) = first_on(&c, channel).await;
+        let (status, made) = remind(
+            &c.app,
+            json!({"person": person, "session_id": session, "text": format!("{channel} stretch"), "when": "in 20 minutes"}),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        assert_eq!(made["channel"], channel);
+        wait_listed(&c.app, &person, 1).await;
+    }
+    advance(&c.app, 20 * 60 + 1).await;
+    let slack = c.slack_deliveries(2).await;
+    assert_eq!(slack[1].endpoint, "chat.postMessage");
+    assert_eq!(slack[1].to, "C1");
+    assert_eq!(slack[1].thread_ts.as_deref(), Some("1700000001.000100"));
+    assert_eq!(
+        slack[1].texts,
+        vec!["⏰ Reminder: slack stretch".to_owned()]
+    );
+    let telegram = c.telegram_deliveries(2).await;
+    assert_eq!(telegram[1].endpoint, "sendMessage");
+    assert_eq!(telegram[1].to, "4242");
+    assert_eq!(
+        telegram[1].texts,
+        vec!["⏰ Reminder: telegram stretch".to_owned()]
+    );
+    wait_of_type(&c.app, ReminderDelivered::EVENT_TYPE, 2).await;
+    settle().await;
+    assert_eq!(c.slack.deliveries().len(), 2, "one post");
+    assert_eq!(c.telegram.deliveries().len(), 2, "one message");
+    assert_eq!(
+        of_type(&c.app, ReminderDelivered::EVENT_TYPE).await.len(),
+        2
+    );
+    c.cleanup().await;
+}
