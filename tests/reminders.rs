@@ -621,3 +621,98 @@ async fn slack_and_telegram_reminders_go_back_to_their_thread_and_chat_once() {
     );
     c.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_after_line_took_the_push_and_before_it_was_recorded_pushes_once() {
+    use ghost::stack::ServiceName;
+    use ghost_testkit::testing::free_loopback_addr;
+    let others: Vec<ServiceName> = ServiceName::ALL
+        .into_iter()
+        .filter(|s| *s != ServiceName::Gateway)
+        .collect();
+    let mut vars = SIMULATED.to_vec();
+    vars.push(("GHOST_BUS__ACK_WAIT_SECS", "4"));
+    let c = ChannelApp::spawn_services(&others, &vars).await;
+    c.app.llm.set_default(Script::reply("hi"));
+    let doomed_addr = free_loopback_addr().unwrap();
+    let mut doomed = c.app.spawn_child(
+        "gateway",
+        &[
+            ("GHOST_FAULTS", "gateway.before_reminder_outcome"),
+            ("GHOST_GATEWAY__LISTEN", &doomed_addr),
+        ],
+    );
+    let http = reqwest::Client::new();
+    let base = format!("http://{doomed_addr}");
+    let body = line_text("ev-k", "U9", "hello", "rt-k", false);
+    eventually(WAIT, "the doomed gateway up", || async {
+        let r = http
+            .post(format!("{base}/webhooks/line"))
+            .header("content-type", "application/json")
+            .header("x-line-signature", support::platforms::line_sign(&body))
+            .body(body.clone())
+            .send()
+            .await
+            .ok()?;
+        (r.status() == 200).then_some(())
+    })
+    .await;
+    c.line_deliveries(1).await;
+    let session = line_session(&c, "U9").await;
+    let post = |path: &str, body: Value| {
+        http.post(format!("{base}{path}"))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+    };
+    let made = post(
+        "/api/reminders",
+        json!({"person": "U9", "session_id": session, "text": "call Mom", "when": "in 1 hours"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(made.status(), 201);
+    eventually(WAIT, "scheduled row", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM reminders")
+            .fetch_one(c.app.store.pool())
+            .await
+            .ok()?;
+        (n == 1).then_some(())
+    })
+    .await;
+    let moved = post("/api/clock/advance", json!({"secs": 3601}))
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), 200);
+
+    // LINE took the push; the gateway died before recording it.
+    let status = tokio::time::timeout(Duration::from_secs(30), doomed.wait())
+        .await
+        .expect("the armed gateway crashes")
+        .unwrap();
+    assert!(!status.success());
+    assert_eq!(c.line.deliveries().len(), 2, "the push went through");
+    assert!(of_type(&c.app, ReminderDelivered::EVENT_TYPE)
+        .await
+        .is_empty());
+
+    // A healthy gateway takes the redelivery: the same retry key, so LINE drops the resend.
+    let healthy_addr = free_loopback_addr().unwrap();
+    let healthy = c
+        .app
+        .spawn_child("gateway", &[("GHOST_GATEWAY__LISTEN", &healthy_addr)]);
+    wait_of_type(&c.app, ReminderDelivered::EVENT_TYPE, 1).await;
+    settle().await;
+    drop(healthy);
+    assert_eq!(
+        c.line.deliveries().len(),
+        2,
+        "exactly one push of the reminder"
+    );
+    assert_eq!(of_type(&c.app, ReminderDue::EVENT_TYPE).await.len(), 1);
+    assert_eq!(
+        of_type(&c.app, ReminderDelivered::EVENT_TYPE).await.len(),
+        1
+    );
+    c.cleanup().await;
+}
