@@ -716,3 +716,48 @@ async fn a_gateway_killed_after_line_took_the_push_and_before_it_was_recorded_pu
     );
     c.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_schedulers_racing_over_many_due_reminders_deliver_each_once() {
+    let app = TestApp::spawn(&SIMULATED).await;
+    app.reply(Script::reply("hello"));
+    app.chat("many", "hi").await;
+    const N: usize = 30;
+    for i in 0..N {
+        let (status, body) = remind(
+            &app,
+            json!({"person": "user", "session_id": "many", "text": format!("task {i}"), "when": "in 10 minutes"}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    wait_listed(&app, "user", N).await;
+    // Two more instances beside the gateway's own, passing as fast as they can.
+    let ctx = app.stack.ctx.for_service("gateway");
+    let (a, b) = (Scheduler::new(ctx.clone()), Scheduler::new(ctx));
+    advance(&app, 601).await;
+    let race = |s: Scheduler| {
+        tokio::spawn(async move {
+            let mut appended = 0;
+            for _ in 0..20 {
+                appended += s.pass().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            appended
+        })
+    };
+    let (ra, rb) = (race(a), race(b));
+    let (ra, rb) = (ra.await.unwrap(), rb.await.unwrap());
+    assert!(ra + rb <= N, "no occurrence appended twice: {ra} + {rb}");
+    wait_of_type(&app, ReminderDelivered::EVENT_TYPE, N).await;
+    settle().await;
+    assert_eq!(of_type(&app, ReminderDue::EVENT_TYPE).await.len(), N);
+    let delivered = of_type(&app, ReminderDelivered::EVENT_TYPE).await;
+    assert_eq!(delivered.len(), N);
+    let texts: std::collections::BTreeSet<String> = delivered
+        .iter()
+        .map(|e| e.decode::<ReminderDelivered>().unwrap().text)
+        .collect();
+    assert_eq!(texts.len(), N, "each reminder once");
+    app.cleanup().await;
+}
