@@ -60,9 +60,16 @@ fn names_and_projection_names_are_unique() {
             "memory",
             "memory_embeddings",
             "partner_mood_state",
+            "reminders",
             "routing",
         ],
-        false => vec!["assistant_text", "memory", "partner_mood_state", "routing"],
+        false => vec![
+            "assistant_text",
+            "memory",
+            "partner_mood_state",
+            "reminders",
+            "routing",
+        ],
     };
     assert_eq!(projections, expected);
 }

@@ -11,6 +11,8 @@
 //!   replaced before text reaches the cloud or a log line (issue 11);
 //! - [`memory`]: long-term memory's rules: the memory, the write plan and its validation,
 //!   interest, the retrieval plan (seed 001);
+//! - [`reminders`]: reminders' rules: time zones, recurrence (RRULE), the `/remind`
+//!   command, lateness (issue 46);
 //! - [`routing`]: the routing vocabulary (routes, decision sources and origins, notices;
 //!   seed 002);
 //! - [`short_memory`]: which history lines a prompt gets beside the session's summary, so
@@ -21,5 +23,6 @@ pub mod autonomy;
 pub mod http_url;
 pub mod masking;
 pub mod memory;
+pub mod reminders;
 pub mod routing;
 pub mod short_memory;

@@ -8,6 +8,7 @@
 //! - [`store`]: the Postgres event store (append, read, gap-safe global order);
 //! - [`bus`]: NATS — JetStream publishing, durable consumers, dead letters;
 //! - [`event_log`]: append-then-publish with an outbox relay;
+//! - [`reminders`]: reminder events, their projection and the shared scheduler (issue 46);
 //! - [`projector`]: the `Projection` trait and its checkpointed runner (rebuildable from
 //!   zero, never stalled: what cannot be applied is parked, see [`parking`]);
 //!   [`projections`]: the read models several services read (`assistant_text`);
@@ -66,6 +67,7 @@ pub mod net;
 pub mod parking;
 pub mod projections;
 pub mod projector;
+pub mod reminders;
 pub mod service;
 pub mod shutdown;
 pub mod spend;

@@ -18,6 +18,9 @@
 //!   reply recalled (`GET /api/recalls/{event_id}`);
 //! - [`clock`]: the system's clock (`GET /api/clock`, `POST /api/clock/advance` when it is
 //!   simulated);
+//! - [`reminders`]: a person's reminders (`GET`/`POST /api/reminders`, `PUT`/`DELETE
+//!   /api/reminders/{id}`); the gateway also runs the `reminders` projection and the shared
+//!   scheduler, and [`deliver::reminder`] says them;
 //! - [`console`]: `GET /console`, the web console (static files compiled in);
 //! - [`routes`]: every route in one table, the router built from it, and its JSON 404 and
 //!   405; [`auth`]: bearer tokens on `/api/*`; [`error`]: JSON errors; [`extract`]: axum's
@@ -56,6 +59,7 @@ pub mod metrics;
 pub mod partner_mood;
 pub mod people;
 pub mod recalls;
+pub mod reminders;
 pub mod routes;
 pub mod server;
 pub mod sessions;
@@ -72,9 +76,9 @@ use tokio::net::TcpListener;
 
 use ghost_shared::config::Secret;
 use ghost_shared::llm::LlmClient;
-use ghost_shared::service::{
-    no_projections, ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle,
-};
+use ghost_shared::projector::ProjectionRunner;
+use ghost_shared::reminders::projection::RemindersProjection;
+use ghost_shared::service::{ServiceContext, ServiceDescriptor, ServiceError, ServiceHandle};
 
 /// This service's name.
 pub const SERVICE: &str = "gateway";
@@ -90,6 +94,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::events::LineImageReceived,
         ghost_shared::events::SlackImageReceived,
         channel::ImageReceived,
+        ghost_shared::reminders::events::ReminderDue,
     ],
     appends: ghost_shared::event_types![
         ghost_shared::events::UserMessageReceived,
@@ -106,9 +111,15 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::events::ReplyFailed,
         ghost_shared::autonomy::events::AutonomyMessagePushed,
         ghost_shared::autonomy::events::AutonomyPushFailed,
+        ghost_shared::reminders::events::ReminderScheduled,
+        ghost_shared::reminders::events::ReminderChanged,
+        ghost_shared::reminders::events::ReminderCancelled,
+        ghost_shared::reminders::events::ReminderDue,
+        ghost_shared::reminders::events::ReminderDelivered,
+        ghost_shared::reminders::events::ReminderMissed,
     ],
     metrics_port_offset: 0,
-    projections: no_projections,
+    projections: |_| vec![std::sync::Arc::new(RemindersProjection)],
     start: |ctx| Box::pin(start(ctx)),
 };
 
@@ -149,6 +160,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     handle.addr = Some(listener.local_addr()?);
     deliver::spawn(ctx.clone(), platforms.clone(), &mut handle)?;
     media::spawn(ctx.clone(), platforms.clone(), &mut handle)?;
+    spawn_reminders(&ctx, &mut handle);
     let ctx_limits = ctx.config.ghost.gateway.clone();
     let health_models = std::sync::Arc::new(health::model_clients(&ctx.config));
     let webhook_appends = ghost_shared::event_log::GroupAppender::spawn(
@@ -173,6 +185,22 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     };
     handle.spawn(server::serve(listener, app, limits));
     Ok(handle)
+}
+
+/// The `reminders` projection and, when `reminders.enabled`, the scheduler (every
+/// instance may run one: they share due reminders through `SKIP LOCKED`).
+fn spawn_reminders(ctx: &ServiceContext, handle: &mut ServiceHandle) {
+    let p = &ctx.config.ghost.projections;
+    handle.run_projection(ProjectionRunner::new(
+        ctx.store().clone(),
+        std::sync::Arc::new(RemindersProjection),
+        p.batch_size,
+        Duration::from_millis(p.poll_interval_ms),
+    ));
+    if ctx.config.ghost.reminders.enabled {
+        let scheduler = ghost_shared::reminders::scheduler::Scheduler::new(ctx.clone());
+        handle.spawn(scheduler.run());
+    }
 }
 
 /// Runs the gateway until it fails.

@@ -14,7 +14,7 @@ use axum::Router;
 use crate::error::ApiError;
 use crate::{autonomy, chat, clock, console, conversations, forget_person, health, memory};
 use crate::{memory_edits, metrics};
-use crate::{partner_mood, recalls, sessions, stage, webhooks, AppState};
+use crate::{partner_mood, recalls, reminders, sessions, stage, webhooks, AppState};
 
 /// What runs before a route's handler (and before its 405).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +107,18 @@ pub const ROUTES: &[Route] = &[
     route!("/api/recalls/{event_id}", Bearer, get(recalls::get)),
     route!("/api/clock", Bearer, get(clock::get)),
     route!("/api/clock/advance", Bearer, post(clock::advance)),
+    route!(
+        "/api/reminders",
+        Bearer,
+        get(reminders::list),
+        post(reminders::create)
+    ),
+    route!(
+        "/api/reminders/{id}",
+        Bearer,
+        put(reminders::change),
+        delete(reminders::cancel)
+    ),
 ];
 
 /// The HTTP routes: [`ROUTES`], and the JSON 404 for any other path.

@@ -55,6 +55,8 @@ pub struct GhostSettings {
     pub coder: super::coder::CoderSettings,
     /// The system's clock.
     pub clock: ClockSettings,
+    /// Reminders: time zones, the scheduler, lateness.
+    pub reminders: super::reminders::ReminderSettings,
 }
 
 /// `clock:`: the one clock every service reads (`ghost_shared::clock`).
@@ -488,6 +490,7 @@ impl GhostSettings {
         self.autonomy.validate()?;
         self.memory.validate()?;
         self.coder.validate()?;
+        self.reminders.validate()?;
         if !self.llm.contains_key("persona") {
             return Err(ConfigError::invalid(
                 "llm.persona",

@@ -10,6 +10,7 @@ use crate::envelope::{decode_payload, DecodeError, EventPayload, NewEvent, Recor
 use crate::events::{AssistantReplied, UserMessageReceived};
 use crate::memory::document::ConversationLineImported;
 use crate::projector::{Projection, ProjectionError};
+use crate::reminders::events::ReminderDelivered;
 use crate::store::AlsoWritten;
 
 /// One row of `assistant_text`.
@@ -35,6 +36,9 @@ pub struct ConversationTurn {
 
 /// The `source` of the persona's autonomy messages.
 pub const AUTONOMY_SOURCE: &str = "autonomy_message";
+
+/// The `source` of reminders said in a conversation.
+pub const REMINDER_SOURCE: &str = "reminder";
 
 /// The projection feeding `assistant_text`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -320,6 +324,18 @@ pub fn said(event_type: &str, payload: &serde_json::Value) -> Result<Option<Said
                 speaker: r.speaker,
                 source: r.channel.as_str().to_owned(),
                 text: r.text,
+            }
+        }
+        // A reminder said in the conversation (on an HTTP conversation, this is where the
+        // person reads it).
+        ReminderDelivered::EVENT_TYPE => {
+            let m: ReminderDelivered = decode_payload(event_type, payload)?;
+            Said {
+                session_id: m.session_id,
+                role: "assistant",
+                speaker: m.speaker,
+                source: REMINDER_SOURCE.to_owned(),
+                text: m.text,
             }
         }
         ConversationLineImported::EVENT_TYPE => {

@@ -3,7 +3,8 @@
 //! reply through its [`Platform`](crate::channel::Platform), at most once, and records
 //! `ReplyDelivered` or `ReplyFailed` (which share one id per reply). Replies of one
 //! conversation go out in the order of the user's messages ([`order`]);
-//! [`autonomy_push`] sends autonomy messages to bound conversations the same way.
+//! [`autonomy_push`] sends autonomy messages to bound conversations the same way, and
+//! [`reminder`] reminders where they were asked.
 //!
 //! Idempotency, from cheapest to most careful:
 //! - the outcome events' ids derive from the reply event, and an existing outcome means done;
@@ -16,6 +17,7 @@
 
 pub mod autonomy_push;
 pub mod order;
+pub mod reminder;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -260,7 +262,8 @@ impl Deliverer {
     }
 }
 
-/// Starts the delivery consumers: replies, and autonomy messages to bound conversations.
+/// Starts the delivery consumers: replies, autonomy messages to bound conversations, and
+/// reminders.
 pub fn spawn(
     ctx: ServiceContext,
     platforms: Platforms,
@@ -284,7 +287,12 @@ pub fn spawn(
     handle.spawn(run_consumer(
         ctx.bus().clone(),
         ctx.consumer(autonomy_push::CONSUMES)?,
-        Arc::new(autonomy_push::AutonomyPusher::new(deliverer)),
+        Arc::new(autonomy_push::AutonomyPusher::new(deliverer.clone())),
+    ));
+    handle.spawn(run_consumer(
+        ctx.bus().clone(),
+        ctx.consumer(reminder::CONSUMES)?,
+        Arc::new(reminder::ReminderDeliverer::new(deliverer)),
     ));
     Ok(())
 }

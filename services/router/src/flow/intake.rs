@@ -35,6 +35,10 @@ impl Router {
             return Ok(()); // redelivered: the check's outcome carries it on
         }
         self.request_summary_if_due(event, &turn).await?;
+        // `/remind` is answered at once, before any paused work claims the message.
+        if self.remind_if_asked(event, &turn).await? {
+            return Ok(());
+        }
         if let Some((pending_id, pending)) = &turn.pending {
             if self
                 .check_pending(event, &turn, *pending_id, pending)

@@ -7,6 +7,7 @@ pub mod confirm;
 pub mod intake;
 pub mod loops;
 pub mod proposal;
+pub mod remind;
 pub mod task;
 pub mod turn;
 

@@ -1,0 +1,93 @@
+//! `reminders:`: people's time zones, the scheduler's pace and how late is too late
+//! (issue 46; the rules are `ghost_domain::reminders`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// `reminders:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReminderSettings {
+    /// Whether the gateway runs the scheduler (every gateway instance may: they share the
+    /// due reminders through `SKIP LOCKED`).
+    pub enabled: bool,
+    /// The time zone of a person `time_zones` does not name (IANA, `Asia/Tokyo`).
+    pub time_zone: String,
+    /// Per person (the speaker id: LINE `userId`, Slack user, `/api/chat`'s `user_id`),
+    /// their IANA time zone.
+    pub time_zones: BTreeMap<String, String>,
+    /// How often the scheduler looks for due reminders.
+    pub poll_interval_ms: u64,
+    /// Most reminders one claim takes.
+    pub claim_batch: i64,
+    /// How long a claim holds a reminder (real seconds) before another instance may take it
+    /// again (its claimer died before recording the occurrence).
+    pub lease_secs: u64,
+    /// Up to this late (on the system's clock) a reminder is on time.
+    pub grace_secs: i64,
+    /// Past this late (Ghost was down) an occurrence is dropped with a notice instead of
+    /// delivered with a note that it is late.
+    pub max_lateness_secs: i64,
+}
+
+impl Default for ReminderSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            time_zone: "UTC".into(),
+            time_zones: BTreeMap::new(),
+            poll_interval_ms: 1000,
+            claim_batch: 64,
+            lease_secs: 60,
+            grace_secs: 120,
+            max_lateness_secs: 6 * 3600,
+        }
+    }
+}
+
+impl ReminderSettings {
+    /// `person`'s time zone name.
+    pub fn zone_of(&self, person: &str) -> &str {
+        self.time_zones
+            .get(person)
+            .map(String::as_str)
+            .unwrap_or(&self.time_zone)
+    }
+
+    /// Every zone is an IANA name; the bounds are positive and in order.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let zones = std::iter::once(("reminders.time_zone".to_owned(), &self.time_zone)).chain(
+            self.time_zones
+                .iter()
+                .map(|(p, z)| (format!("reminders.time_zones.{p}"), z)),
+        );
+        for (key, zone) in zones {
+            ghost_domain::reminders::parse_zone(zone)
+                .map_err(|e| ConfigError::invalid(&key, e.to_string()))?;
+        }
+        if self.poll_interval_ms == 0 || self.claim_batch <= 0 || self.lease_secs == 0 {
+            return Err(ConfigError::invalid(
+                "reminders",
+                "poll_interval_ms, claim_batch and lease_secs must be more than 0",
+            ));
+        }
+        if self.grace_secs < 0 || self.max_lateness_secs < self.grace_secs {
+            return Err(ConfigError::invalid(
+                "reminders.max_lateness_secs",
+                "grace_secs must be 0 or more and max_lateness_secs at least grace_secs",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The lateness bounds.
+    pub fn lateness(&self) -> ghost_domain::reminders::LatenessPolicy {
+        ghost_domain::reminders::LatenessPolicy {
+            grace_secs: self.grace_secs,
+            max_lateness_secs: self.max_lateness_secs,
+        }
+    }
+}
