@@ -26,6 +26,7 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 
 use crate::prompt::PersonaPrompt;
+use crate::recall::vector::cosine;
 
 /// Handles `ActionResultRecorded`.
 pub struct MessageRenderer {
@@ -33,6 +34,9 @@ pub struct MessageRenderer {
     character: CharacterConfig,
     system: String,
     llm: LlmClient,
+    /// `llm.embedding`, when configured: what the hits are about is compared with what the
+    /// persona cares about by their vectors (without it, the capability's order stays).
+    embedding: Option<LlmClient>,
 }
 
 /// The event type this handler consumes.
@@ -59,10 +63,15 @@ impl MessageRenderer {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
+        let embedding = match ctx.config.ghost.llm.contains_key("embedding") {
+            true => Some(ctx.llm("embedding")?),
+            false => None,
+        };
         Ok(Self {
             system: format!("{rules}\n\n{message}"),
             character,
             llm,
+            embedding,
             ctx,
         })
     }
@@ -88,7 +97,8 @@ impl MessageRenderer {
         // What the persona cares about decides what it reports first.
         let cares = self.cares().await;
         let mut payload = r.message_facts();
-        cares.order_payload(&mut payload);
+        let similarity = self.similarity(&cares, &payload).await;
+        cares.order_payload(&mut payload, &similarity);
         let mut result = json!({
             "result_status": r.result_status,
             "capability_name": r.capability_name,
@@ -126,6 +136,37 @@ impl MessageRenderer {
             Err(e) => {
                 warn!(error = %e, "memory unreadable; the message knows no preferences");
                 Cares::default()
+            }
+        }
+    }
+
+    /// How close each hit of `payload` is in meaning to each of the cares' keys (cosine of
+    /// their embeddings, one row per hit); empty when there is nothing to compare, no
+    /// embedding model or it failed (the hits then stay in the capability's order).
+    async fn similarity(&self, cares: &Cares, payload: &Value) -> Vec<Vec<f64>> {
+        let keys = cares.keys();
+        let hits = Cares::hit_texts(payload);
+        let Some(model) = self.embedding.as_ref() else {
+            return Vec::new();
+        };
+        if keys.is_empty() || hits.len() < 2 {
+            return Vec::new();
+        }
+        let texts: Vec<String> = keys.iter().chain(&hits).cloned().collect();
+        match model.embed(&texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => {
+                let (keys, hits) = vectors.split_at(keys.len());
+                hits.iter()
+                    .map(|h| keys.iter().map(|k| cosine(h, k)).collect())
+                    .collect()
+            }
+            Ok(_) => {
+                warn!("the embedding model answered another count; hits keep their order");
+                Vec::new()
+            }
+            Err(e) => {
+                warn!(error = %e, "hits not embedded; they keep the capability's order");
+                Vec::new()
             }
         }
     }
