@@ -111,7 +111,8 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
 /// the confirmed preferences and the interest state the write plans stored, and the facts
 /// come most cared-about first by meaning (embeddings), never by spelling (seed 001 forbids
 /// string matching): the persona loves cats, and "Kitten adoption day" leads although it
-/// does not spell "cat", while "Category theory", which does, does not.
+/// does not spell "cat", while "Category theory", which does, does not. It speaks in its
+/// mood: the long mood and `recent_vad_average`, the stored affects' average.
 #[tokio::test]
 async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
     let search = FakeSearch::start().await.unwrap();
@@ -195,6 +196,15 @@ async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
     assert_eq!(
         input["result"]["result_payload"]["hits"][0]["title"],
         "Kitten adoption day"
+    );
+    // The mood it speaks in (seed 001 A-1 input): the mood service's long mood, and what the
+    // persona felt lately, the stored plan's event_affect (every plan here feels the same).
+    let mood = &input["mood"];
+    assert!(mood["long_mood_state"]["label"].is_string(), "{mood}");
+    assert_eq!(
+        mood["recent_vad_average"],
+        json!({"v": 0.4, "a": 0.1, "d": 0.0}),
+        "{mood}"
     );
     app.cleanup().await;
 }

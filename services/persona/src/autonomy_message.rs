@@ -15,6 +15,7 @@ use ghost_shared::autonomy::events::{
     steps, ActionResultRecorded, AutonomyMessageFailed, AutonomyMessageRendered,
 };
 use ghost_shared::autonomy::persona::{mood_context, PersonaFields};
+use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
@@ -84,14 +85,20 @@ impl MessageRenderer {
             persona: self.character.name.clone(),
             now: None,
         };
-        let mood =
+        let long_mood =
             match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
-                Ok(answer) => mood_context(Some(&answer.state)),
+                Ok(answer) => Some(answer.state),
                 Err(e) => {
                     warn!(error = %e, "no mood for the autonomy message");
-                    mood_context(None)
+                    None
                 }
             };
+        let now = self.ctx.clock().now_unix();
+        let recent = recent_vad_average(self.ctx.store().pool(), &self.character.name, now)
+            .await
+            .map_err(|e| warn!(error = %e, "no recent affect for the autonomy message"))
+            .ok();
+        let mood = mood_context(long_mood.as_ref(), recent);
         let d = &recorded.decision;
         let r = &recorded.result;
         // What the persona cares about decides what it reports first.

@@ -13,6 +13,7 @@ use ghost_shared::autonomy::events::{
     steps, ActionDecided, ActionDropped, AutonomyTickRequested, DropReason,
 };
 use ghost_shared::autonomy::persona::PersonaFields;
+use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
@@ -69,6 +70,10 @@ impl Deliberator {
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
         let mut sources = FocusSources::from_memory(&memory, now, tau);
         sources.long_mood = long_mood;
+        sources.recent_vad = recent_vad_average(self.ctx.store().pool(), persona, now)
+            .await
+            .map_err(|e| warn!(error = %e, "no recent affect for the deliberation"))
+            .ok();
         sources.recent_events = turns
             .into_iter()
             .map(|t| RecentEvent {

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use ghost_shared::affect::{AffectLabel, MoodState};
-use ghost_shared::autonomy::persona::{vad_of, Vad};
+use ghost_shared::autonomy::persona::Vad;
 use ghost_shared::memory::model::{goal_ref_text, subject_key};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
 use ghost_shared::memory::Memory;
@@ -78,6 +78,9 @@ pub struct FocusSources {
     pub preferences: Vec<PreferenceItem>,
     /// The long mood state, if the mood service answered.
     pub long_mood: Option<MoodState>,
+    /// What the persona felt lately
+    /// (`ghost_shared::autonomy::recent_vad::recent_vad_average`), if the store answered.
+    pub recent_vad: Option<Vad>,
     /// The interest state's attention targets.
     pub attention_targets: Vec<AttentionTarget>,
     /// The interest state's interaction mode.
@@ -164,8 +167,8 @@ pub struct DeliberationInput {
     pub confirmed_preferences: Vec<PreferenceItem>,
     /// The long mood state.
     pub long_mood_state: Option<MoodState>,
-    /// Its VAD (`ghost_shared::autonomy::persona::vad_of`, the definition recall selection
-    /// and the autonomy message use too).
+    /// What the persona felt lately (`ghost_shared::autonomy::recent_vad`, the definition
+    /// recall selection and the autonomy message use too).
     pub recent_vad_average: Option<Vad>,
     /// Attention targets, strongest first.
     pub attention_targets: Vec<AttentionTarget>,
@@ -280,7 +283,7 @@ pub fn build_input(
         recent_events: sources.recent_events[skip..].to_vec(),
         confirmed_preferences: confirmed(sources).cloned().collect(),
         long_mood_state: sources.long_mood,
-        recent_vad_average: sources.long_mood.as_ref().map(vad_of),
+        recent_vad_average: sources.recent_vad,
         attention_targets,
         interaction_mode: sources.interaction_mode.clone(),
         persona_deliberation_focus: focus,
