@@ -372,6 +372,38 @@ async fn kuro_mode_delegates_through_the_same_gates() {
     r.cleanup().await;
 }
 
+/// Seed 002's CODE gate: 0.8 and above *plus strong evidence re-checked*. Kuro is sure
+/// (0.99) that "fizzbuzzをRustで書いて" is CODE, but a coding request without an artefact (no
+/// code block, diff, trace or file name) is only weak evidence: CHAT, logged as the guard's
+/// fallback, and nothing reaches the cloud. With a code block the same decision is CODE.
+#[tokio::test]
+async fn code_from_a_model_needs_strong_evidence_not_a_coding_request() {
+    let mut scripts = Scripts::default();
+    let sure =
+        r#"{"route":"CODE","confidence":0.99,"reason":"コード","evidence":["Rustで書いて"]}"#;
+    let weak = "fizzbuzzをRustで書いて";
+    let strong = "これ直して\n```python\nprint(1/0)\n```";
+    scripts.kuro.insert(weak.into(), sure.into());
+    scripts.kuro.insert(strong.into(), sure.into());
+    let r = RoutingApp::spawn(scripts, &[("GHOST_ROUTING__ENTRY_MODES__HTTP", "kuro")]).await;
+
+    r.say("weak", weak).await;
+    let d = payload(&r.of_type("weak", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["route"], "CHAT", "{d}");
+    assert_eq!(d["detail"]["fallback"]["kind"], "code_guard", "{d}");
+    assert_eq!(d["detail"]["fallback"]["evidence_found"], false, "{d}");
+    assert_eq!(r.cloud.request_count(), 0, "no cloud for weak evidence");
+
+    r.say("strong", strong).await;
+    let d = payload(&r.of_type("strong", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["route"], "CODE", "{d}");
+    assert!(
+        r.cloud.request_count() > 0,
+        "the code block is strong evidence"
+    );
+    r.cleanup().await;
+}
+
 #[tokio::test]
 async fn short_memory_is_summarized_and_used_in_prompts() {
     let r = RoutingApp::spawn(
