@@ -479,20 +479,31 @@ fn route_probe_prints_the_first_stage_as_json() {
 }
 
 /// A number its writer names as a national ID never reaches the cloud coder, whatever its
-/// check digit (`1234 5678 9012` fails My Number's): the words say what it is.
+/// check digit (`1234 5678 9012` fails My Number's): the words say what it is, also with
+/// words between label and number ("マイナンバーカードの番号は …") and for each country's ID
+/// the category holds (issue 47 item 10).
 #[tokio::test]
 async fn a_number_named_as_a_national_id_never_reaches_the_cloud() {
     let r = RoutingApp::spawn(Scripts::default(), &[]).await;
     r.say(
         "myno",
-        "/code validate this form field\nマイナンバー 1234 5678 9012\nmy SSN is 999-12-3456",
+        "/code validate this form field\nマイナンバー 1234 5678 9012\nmy SSN is 999-12-3456\n\
+         マイナンバーカードの番号は 2345 6789 0123\n個人番号（マイナンバー）は、3456-7890-1233\n\
+         身份证号码是 110105194912310021\nmy national insurance number is qq 12 34 56 c",
     )
     .await;
     let cloud = r.cloud.requests();
     assert!(!cloud.is_empty(), "the code went to the cloud");
     for request in &cloud {
         let body = request.body.to_string();
-        for private in ["1234 5678 9012", "999-12-3456"] {
+        for private in [
+            "1234 5678 9012",
+            "999-12-3456",
+            "2345 6789 0123",
+            "3456-7890-1233",
+            "110105194912310021",
+            "qq 12 34 56 c",
+        ] {
             assert!(
                 !body.contains(private),
                 "{private} reached the cloud: {body}"
