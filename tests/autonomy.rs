@@ -492,6 +492,52 @@ async fn deliberation_order_follows_the_persona_state() {
     assert!(carer["persona"]["second_person_label"].as_str().is_some());
 }
 
+/// Intents are deliberation material (seed 001 B-3 collects events/states/goals/intents):
+/// the next deliberation is told what the persona decided lately and how it went, here the
+/// search it ran on the tick before, succeeded.
+#[tokio::test]
+async fn the_next_deliberation_knows_the_persona_s_recent_intents() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let searched = decision("web_access", json!({"query": "sencha"}), "silent", "report");
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&searched));
+    app.tick().await;
+    eventually(WAIT, "the search's result", || async {
+        (count(&app, "ActionResultRecorded").await == 1).then_some(())
+    })
+    .await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
+    );
+    app.tick().await;
+    let inputs = || {
+        app.llm
+            .requests()
+            .iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+            .filter(|v| v.get("deliberation_input").is_some())
+            .collect::<Vec<_>>()
+    };
+    let second = eventually(WAIT, "the second deliberation", || async {
+        inputs().get(1).cloned()
+    })
+    .await;
+    assert_eq!(
+        inputs()[0]["deliberation_input"]["intents"],
+        json!([]),
+        "nothing decided before the first tick"
+    );
+    let intents = &second["deliberation_input"]["intents"];
+    assert_eq!(intents.as_array().map(Vec::len), Some(1), "{intents}");
+    assert_eq!(intents[0]["action_type"], "web_research");
+    assert_eq!(intents[0]["capability"], "web_access");
+    assert_eq!(intents[0]["status"], "success");
+    app.cleanup().await;
+}
+
 /// Ticks once: the worker decides `decision`, the persona says `said`.
 async fn tick_with(app: &TestApp, decision: String, said: &str) {
     app.llm
