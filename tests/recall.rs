@@ -343,7 +343,9 @@ async fn two_personas_with_different_interests_rank_the_same_candidates_differen
 /// Style and avoid biases rank too, by annotation (issue 34 item 17): with a confirmed
 /// like of the style やさしい言葉 and a dislike of ホラー (both from write plans), the
 /// reply annotated with the style rises above a newer neutral one, and the one annotated
-/// ホラー, the newest, falls below every utterance.
+/// ホラー, the newest, falls below every utterance. The style annotation is what the write
+/// plan's prompt asks for (issue 47 item 9): a `STYLE` entity named as the style
+/// preference's subject.
 #[tokio::test]
 async fn style_and_avoid_biases_rank_what_was_annotated_with_them() {
     let app = spawn_with_planner(&[("GHOST_MEMORY__RECALL_ENABLED", "true")]).await;
@@ -357,7 +359,12 @@ async fn style_and_avoid_biases_rank_what_was_annotated_with_them() {
             json!({"preference_updates": [confirm("style", "like", "やさしい言葉"),
                                           confirm("topic", "dislike", "ホラー")]})
         }
-        "今日は疲れた" => annotation(&[], &["やさしい言葉"]),
+        "今日は疲れた" => {
+            let mut styled = annotation(&[], &[]);
+            styled["event_annotations"]["entities"] =
+                json!([{"type": "STYLE", "name": "やさしい言葉", "confidence": 0.8}]);
+            styled
+        }
         "いい天気" => annotation(&["天気"], &[]),
         _ => annotation(&["ホラー"], &[]),
     }));
@@ -372,6 +379,19 @@ async fn style_and_avoid_biases_rank_what_was_annotated_with_them() {
     }
     let replies = replies(&app, "old").await;
     let (gentle, neutral, horror) = (&replies[1], &replies[2], &replies[3]);
+    // The plan's prompt asks for the style a reply was spoken in, as a STYLE entity named
+    // as the style preference's subject: what the style bias matches.
+    let asked = app
+        .llm
+        .requests()
+        .iter()
+        .filter_map(|r| r.system_text())
+        .find(|s| s.contains("long-term memory"))
+        .expect("a write-plan request");
+    assert!(
+        asked.contains(r#""type": "STYLE""#) && asked.contains("style` preference's subject"),
+        "{asked}"
+    );
     app.chat("now", "最近どう？").await;
     let r = recall_of(&app, "now").await;
     assert_eq!(r.plan["focus"]["style_bias"], json!(["やさしい言葉"]));
