@@ -538,6 +538,45 @@ async fn the_next_deliberation_knows_the_persona_s_recent_intents() {
     app.cleanup().await;
 }
 
+/// The message's prompt as seed 001 asks (§プロンプト方針, §プロンプト要件): its own prompt,
+/// after the persona rules of the reply prompt, telling the persona to speak as itself, to
+/// build on `result_payload`, to keep `summary_text` internal, to use no Markdown or tool
+/// format, and to set its tone by `message_kind` (rows 001-19 and 001-20 had no test).
+#[tokio::test]
+async fn the_message_prompt_follows_the_persona_rules_and_says_what_the_seed_requires() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let said = "煎茶の話を見つけたよ。";
+    searched_and_said(&app, said).await;
+    let system = app
+        .persona_requests()
+        .iter()
+        .filter(|r| {
+            r.last_user_text()
+                .is_some_and(|t| t.contains("\"result_payload\""))
+        })
+        .find_map(|r| r.system_text())
+        .expect("the message's request");
+    let rules = system
+        .find("You are クロ (internal id: kuro).")
+        .expect("the persona rules");
+    let own = system
+        .find("Now you report something you did on your own")
+        .expect("the message prompt");
+    assert!(rules < own, "the persona rules come first");
+    for required in [
+        "Speak in your own voice",
+        "`result.result_payload` holds the facts",
+        "`result.summary_text` is an internal note",
+        "no Markdown links",
+        "Tone by `decision.console_delivery.message_kind`",
+    ] {
+        assert!(system[own..].contains(required), "{required}");
+    }
+    app.cleanup().await;
+}
+
 /// Ticks once: the worker decides `decision`, the persona says `said`.
 async fn tick_with(app: &TestApp, decision: String, said: &str) {
     app.llm

@@ -85,6 +85,19 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
         json!(message.event_id)
     );
     assert_eq!(turn["kind"], "autonomy_message");
+    // The plan's prompt takes the persona's addon_text as its interest axis (row 001-25).
+    let system = app
+        .llm
+        .requests()
+        .iter()
+        .find(|r| plan_input(r).is_some())
+        .and_then(|r| r.system_text())
+        .expect("the plan's prompt");
+    assert!(
+        system.contains("What you care about (your interest axis")
+            && system.contains("the small projects on their server"),
+        "{system}"
+    );
     assert_eq!(turn["reply_text"], SAID);
     assert_eq!(
         turn["user_text"],
