@@ -183,6 +183,16 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
     .await;
     assert_eq!(session.last_primary_route.as_deref(), Some("CODE"));
     assert!(!session.local_only);
+
+    // One fixed classifier prompt (seed 002): every message, whatever it says, was
+    // classified under the same system prompt; only the user message differs.
+    let prompts: std::collections::HashSet<String> = r
+        .requests(Kind::Classifier)
+        .iter()
+        .filter_map(|q| q.system_text())
+        .collect();
+    assert!(r.requests(Kind::Classifier).len() > 2);
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
     r.cleanup().await;
 }
 
