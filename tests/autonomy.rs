@@ -492,6 +492,91 @@ async fn deliberation_order_follows_the_persona_state() {
     assert!(carer["persona"]["second_person_label"].as_str().is_some());
 }
 
+/// Intents are deliberation material (seed 001 B-3 collects events/states/goals/intents):
+/// the next deliberation is told what the persona decided lately and how it went, here the
+/// search it ran on the tick before, succeeded.
+#[tokio::test]
+async fn the_next_deliberation_knows_the_persona_s_recent_intents() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let searched = decision("web_access", json!({"query": "sencha"}), "silent", "report");
+    app.llm
+        .push_for_model(WORKER_MODEL, Script::reply(&searched));
+    app.tick().await;
+    eventually(WAIT, "the search's result", || async {
+        (count(&app, "ActionResultRecorded").await == 1).then_some(())
+    })
+    .await;
+    app.llm.push_for_model(
+        WORKER_MODEL,
+        Script::reply(r#"{"decision": "skip", "reason": "今は待つ"}"#),
+    );
+    app.tick().await;
+    let inputs = || {
+        app.llm
+            .requests()
+            .iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.last_user_text()?).ok())
+            .filter(|v| v.get("deliberation_input").is_some())
+            .collect::<Vec<_>>()
+    };
+    let second = eventually(WAIT, "the second deliberation", || async {
+        inputs().get(1).cloned()
+    })
+    .await;
+    assert_eq!(
+        inputs()[0]["deliberation_input"]["intents"],
+        json!([]),
+        "nothing decided before the first tick"
+    );
+    let intents = &second["deliberation_input"]["intents"];
+    assert_eq!(intents.as_array().map(Vec::len), Some(1), "{intents}");
+    assert_eq!(intents[0]["action_type"], "web_research");
+    assert_eq!(intents[0]["capability"], "web_access");
+    assert_eq!(intents[0]["status"], "success");
+    app.cleanup().await;
+}
+
+/// The message's prompt as seed 001 asks (§プロンプト方針, §プロンプト要件): its own prompt,
+/// after the persona rules of the reply prompt, telling the persona to speak as itself, to
+/// build on `result_payload`, to keep `summary_text` internal, to use no Markdown or tool
+/// format, and to set its tone by `message_kind` (rows 001-19 and 001-20 had no test).
+#[tokio::test]
+async fn the_message_prompt_follows_the_persona_rules_and_says_what_the_seed_requires() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let said = "煎茶の話を見つけたよ。";
+    searched_and_said(&app, said).await;
+    let system = app
+        .persona_requests()
+        .iter()
+        .filter(|r| {
+            r.last_user_text()
+                .is_some_and(|t| t.contains("\"result_payload\""))
+        })
+        .find_map(|r| r.system_text())
+        .expect("the message's request");
+    let rules = system
+        .find("You are クロ (internal id: kuro).")
+        .expect("the persona rules");
+    let own = system
+        .find("Now you report something you did on your own")
+        .expect("the message prompt");
+    assert!(rules < own, "the persona rules come first");
+    for required in [
+        "Speak in your own voice",
+        "`result.result_payload` holds the facts",
+        "`result.summary_text` is an internal note",
+        "no Markdown links",
+        "Tone by `decision.console_delivery.message_kind`",
+    ] {
+        assert!(system[own..].contains(required), "{required}");
+    }
+    app.cleanup().await;
+}
+
 /// Ticks once: the worker decides `decision`, the persona says `said`.
 async fn tick_with(app: &TestApp, decision: String, said: &str) {
     app.llm

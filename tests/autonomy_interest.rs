@@ -101,7 +101,11 @@ fn agent() -> (CliAgentSettings, std::path::PathBuf) {
     std::fs::create_dir_all(&dir).unwrap();
     let agent = CliAgentSettings {
         program: "/bin/sh".into(),
-        args: vec!["-c".into(), "echo sorted".into()],
+        // The agent answers in JSON and says what its result is about.
+        args: vec![
+            "-c".into(),
+            r#"echo '{"output": "sorted", "interest": {"topic": "archive"}}'"#.into(),
+        ],
         working_dir: Some(dir.clone()),
         timeout_secs: 30,
         max_output_bytes: 4096,
@@ -122,10 +126,11 @@ async fn autonomy_event<T: EventPayload>(app: &TestApp) -> RecordedEvent {
     .await
 }
 
-/// A decision naming what the persona attends to (`persona_influence`) and delegating a
-/// job: the decision merges its topic and mode into the interest state, the job's result
-/// names the topic again at its own time. Each once: redelivered, nothing is appended; a
-/// rebuild of `memory` gives the same rows.
+/// A decision naming what the persona attends to (`persona_influence`, and its mood's pull,
+/// `mood_influence`) and delegating a job: the decision merges both topics and the persona's
+/// mode into the interest state; the job's result names them again at its own time and adds
+/// what the result itself is about (the agent's JSON `interest`). Each cause once:
+/// redelivered, nothing is appended; a rebuild of `memory` gives the same rows.
 #[tokio::test]
 async fn a_deliberation_and_an_agent_s_result_change_the_interest_state_once() {
     let (agent, dir) = agent();
@@ -141,7 +146,7 @@ async fn a_deliberation_and_an_agent_s_result_change_the_interest_state_once() {
         "decision": "do_action", "action_type": "tidy", "capability": "agent_delegate",
         "input": {"task": "メモを整理"}, "reason": "散らかっていた",
         "persona_influence": {"topic": "notes", "interaction_mode": "support", "why": "片付けたい"},
-        "mood_influence": {},
+        "mood_influence": {"topic": "quiet", "interaction_mode": "wait"},
         "console_delivery": {"mode": "activity_only", "message_kind": "report"}
     })
     .to_string();
@@ -182,6 +187,36 @@ async fn a_deliberation_and_an_agent_s_result_change_the_interest_state_once() {
         .expect("the decision's topic");
     assert_eq!(notes.weight, 0.6, "named again when the result came in");
     assert!(now.attention_targets.iter().any(|t| t.value == "tea"));
+    // The mood's pull and the result's own content are attended to as well; the persona's
+    // mode (support) wins over the mood's (wait).
+    for value in ["quiet", "archive"] {
+        assert!(
+            now.attention_targets.iter().any(|t| t.value == value),
+            "{value}: {:?}",
+            now.attention_targets
+        );
+    }
+    let updates = app
+        .store
+        .read_stream(&ghost_shared::events::persona_stream("kuro"), 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == InterestStateUpdated::EVENT_TYPE)
+        .filter_map(|e| e.decode::<InterestStateUpdated>().ok())
+        .collect::<Vec<_>>();
+    let by_decision = updates
+        .iter()
+        .find(|u| u.source_event_id == decided.event_id)
+        .expect("the decision's update");
+    let named = |u: &InterestStateUpdated, value: &str| {
+        u.interest
+            .attention_targets
+            .iter()
+            .any(|t| t.value == value)
+    };
+    assert!(named(by_decision, "quiet") && !named(by_decision, "archive"));
+    assert_eq!(by_decision.interest.interaction_mode.as_str(), "support");
 
     // Redelivered to another instance: nothing appended, nothing changed.
     let (_, runner) = second_planner(&app);

@@ -85,6 +85,19 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
         json!(message.event_id)
     );
     assert_eq!(turn["kind"], "autonomy_message");
+    // The plan's prompt takes the persona's addon_text as its interest axis (row 001-25).
+    let system = app
+        .llm
+        .requests()
+        .iter()
+        .find(|r| plan_input(r).is_some())
+        .and_then(|r| r.system_text())
+        .expect("the plan's prompt");
+    assert!(
+        system.contains("What you care about (your interest axis")
+            && system.contains("the small projects on their server"),
+        "{system}"
+    );
     assert_eq!(turn["reply_text"], SAID);
     assert_eq!(
         turn["user_text"],
@@ -109,25 +122,40 @@ async fn an_autonomy_message_gets_one_write_plan_even_when_redelivered() {
 
 /// The autonomy message knows what the persona cares about (seed 001 A-1): its input carries
 /// the confirmed preferences and the interest state the write plans stored, and the facts
-/// come most cared-about first (the search's second hit, about green tea, leads).
+/// come most cared-about first by meaning (embeddings), never by spelling (seed 001 forbids
+/// string matching): the persona loves cats, and "Kitten adoption day" leads although it
+/// does not spell "cat", while "Category theory", which does, does not. It speaks in its
+/// mood: the long mood and `recent_vad_average`, the stored affects' average.
 #[tokio::test]
 async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
     let search = FakeSearch::start().await.unwrap();
     search.set_hits(vec![
         ghost_testkit::fake_search::FakeHit {
-            title: "Coffee prices rise".into(),
-            url: "https://news.example/coffee".into(),
-            content: "beans".into(),
+            title: "Category theory for programmers".into(),
+            url: "https://news.example/category".into(),
+            content: "monads".into(),
         },
         ghost_testkit::fake_search::FakeHit {
-            title: "Green tea harvest".into(),
-            url: "https://news.example/tea".into(),
-            content: "first flush".into(),
+            title: "Kitten adoption day".into(),
+            url: "https://news.example/shelter".into(),
+            content: "shelter".into(),
         },
     ]);
     let mut services = ServiceName::ALL.to_vec();
     services.push(ServiceName::WritePlan);
-    let app = spawn_searching(&search, &services).await;
+    let url = search.search_url();
+    // The fake model's embeddings read "kitten" as "cat" (testkit's fake_llm::embed).
+    let app = TestApp::spawn_adjusted(
+        &services,
+        &[("GHOST_AUTONOMY__INTERVAL_SECS", "0")],
+        move |c| {
+            c.ghost.web.search_url = Some(url);
+            let mut embedding = c.ghost.llm["persona"].clone();
+            embedding.model = "embed-test".into();
+            c.ghost.llm.insert("embedding".into(), embedding);
+        },
+    )
+    .await;
     app.llm.set_responder(|r| match plan_input(r) {
         Some(input) => {
             let current = input["current_event_id"].clone();
@@ -137,8 +165,8 @@ async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
                         "subject": subject, "confidence": 0.9,
                         "evidence_event_ids": [current], "reason": "the user said so"}])
             };
-            let plan = if said.contains("green tea") {
-                write_plan(json!([]), confirm("green tea"), "green tea", "explore")
+            let plan = if said.contains("cats") {
+                write_plan(json!([]), confirm("cat"), "cat", "explore")
             } else {
                 write_plan(json!([]), json!([]), "news", "explore")
             };
@@ -147,11 +175,11 @@ async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
         None if r.model.as_deref() == Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
         None => Script::reply("ok"),
     });
-    app.chat("cares", "I really love green tea, tell me about it")
+    app.chat("cares", "I really love cats, tell me about them")
         .await;
     eventually(Duration::from_secs(30), "the preference", || async {
         let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM preferences WHERE subject = 'green tea' AND status = 'confirmed'",
+            "SELECT count(*) FROM preferences WHERE subject = 'cat' AND status = 'confirmed'",
         )
         .fetch_one(app.store.pool())
         .await
@@ -163,7 +191,7 @@ async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
     let decision = decision("web_access", json!({"query": "news"}), "chat", "report");
     app.llm
         .push_for_model(WORKER_MODEL, Script::reply(&decision));
-    app.reply(Script::reply("お茶のニュースがあったよ。"));
+    app.reply(Script::reply("子猫の譲渡会があるんだって。"));
     app.tick().await;
     let input = eventually(Duration::from_secs(30), "the message's input", || async {
         app.persona_requests()
@@ -174,13 +202,22 @@ async fn the_message_knows_what_the_persona_cares_about_and_reports_it_first() {
     .await;
     let cares = &input["cares"];
     assert_eq!(
-        cares["confirmed_preferences"][0]["subject"], "green tea",
+        cares["confirmed_preferences"][0]["subject"], "cat",
         "{cares}"
     );
-    assert_eq!(cares["attention_targets"][0]["value"], "green tea");
+    assert_eq!(cares["attention_targets"][0]["value"], "cat");
     assert_eq!(
         input["result"]["result_payload"]["hits"][0]["title"],
-        "Green tea harvest"
+        "Kitten adoption day"
+    );
+    // The mood it speaks in (seed 001 A-1 input): the mood service's long mood, and what the
+    // persona felt lately, the stored plan's event_affect (every plan here feels the same).
+    let mood = &input["mood"];
+    assert!(mood["long_mood_state"]["label"].is_string(), "{mood}");
+    assert_eq!(
+        mood["recent_vad_average"],
+        json!({"v": 0.4, "a": 0.1, "d": 0.0}),
+        "{mood}"
     );
     app.cleanup().await;
 }

@@ -183,6 +183,16 @@ async fn every_fixture_case_routes_end_to_end_with_its_declaration() {
     .await;
     assert_eq!(session.last_primary_route.as_deref(), Some("CODE"));
     assert!(!session.local_only);
+
+    // One fixed classifier prompt (seed 002): every message, whatever it says, was
+    // classified under the same system prompt; only the user message differs.
+    let prompts: std::collections::HashSet<String> = r
+        .requests(Kind::Classifier)
+        .iter()
+        .filter_map(|q| q.system_text())
+        .collect();
+    assert!(r.requests(Kind::Classifier).len() > 2);
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
     r.cleanup().await;
 }
 
@@ -372,6 +382,38 @@ async fn kuro_mode_delegates_through_the_same_gates() {
     r.cleanup().await;
 }
 
+/// Seed 002's CODE gate: 0.8 and above *plus strong evidence re-checked*. Kuro is sure
+/// (0.99) that "fizzbuzzをRustで書いて" is CODE, but a coding request without an artefact (no
+/// code block, diff, trace or file name) is only weak evidence: CHAT, logged as the guard's
+/// fallback, and nothing reaches the cloud. With a code block the same decision is CODE.
+#[tokio::test]
+async fn code_from_a_model_needs_strong_evidence_not_a_coding_request() {
+    let mut scripts = Scripts::default();
+    let sure =
+        r#"{"route":"CODE","confidence":0.99,"reason":"コード","evidence":["Rustで書いて"]}"#;
+    let weak = "fizzbuzzをRustで書いて";
+    let strong = "これ直して\n```python\nprint(1/0)\n```";
+    scripts.kuro.insert(weak.into(), sure.into());
+    scripts.kuro.insert(strong.into(), sure.into());
+    let r = RoutingApp::spawn(scripts, &[("GHOST_ROUTING__ENTRY_MODES__HTTP", "kuro")]).await;
+
+    r.say("weak", weak).await;
+    let d = payload(&r.of_type("weak", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["route"], "CHAT", "{d}");
+    assert_eq!(d["detail"]["fallback"]["kind"], "code_guard", "{d}");
+    assert_eq!(d["detail"]["fallback"]["evidence_found"], false, "{d}");
+    assert_eq!(r.cloud.request_count(), 0, "no cloud for weak evidence");
+
+    r.say("strong", strong).await;
+    let d = payload(&r.of_type("strong", RouteDecided::EVENT_TYPE).await);
+    assert_eq!(d["route"], "CODE", "{d}");
+    assert!(
+        r.cloud.request_count() > 0,
+        "the code block is strong evidence"
+    );
+    r.cleanup().await;
+}
+
 #[tokio::test]
 async fn short_memory_is_summarized_and_used_in_prompts() {
     let r = RoutingApp::spawn(
@@ -448,20 +490,31 @@ fn route_probe_prints_the_first_stage_as_json() {
 }
 
 /// A number its writer names as a national ID never reaches the cloud coder, whatever its
-/// check digit (`1234 5678 9012` fails My Number's): the words say what it is.
+/// check digit (`1234 5678 9012` fails My Number's): the words say what it is, also with
+/// words between label and number ("マイナンバーカードの番号は …") and for each country's ID
+/// the category holds (issue 47 item 10).
 #[tokio::test]
 async fn a_number_named_as_a_national_id_never_reaches_the_cloud() {
     let r = RoutingApp::spawn(Scripts::default(), &[]).await;
     r.say(
         "myno",
-        "/code validate this form field\nマイナンバー 1234 5678 9012\nmy SSN is 999-12-3456",
+        "/code validate this form field\nマイナンバー 1234 5678 9012\nmy SSN is 999-12-3456\n\
+         マイナンバーカードの番号は 2345 6789 0123\n個人番号（マイナンバー）は、3456-7890-1233\n\
+         身份证号码是 110105194912310021\nmy national insurance number is qq 12 34 56 c",
     )
     .await;
     let cloud = r.cloud.requests();
     assert!(!cloud.is_empty(), "the code went to the cloud");
     for request in &cloud {
         let body = request.body.to_string();
-        for private in ["1234 5678 9012", "999-12-3456"] {
+        for private in [
+            "1234 5678 9012",
+            "999-12-3456",
+            "2345 6789 0123",
+            "3456-7890-1233",
+            "110105194912310021",
+            "qq 12 34 56 c",
+        ] {
             assert!(
                 !body.contains(private),
                 "{private} reached the cloud: {body}"

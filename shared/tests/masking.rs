@@ -301,6 +301,56 @@ fn numbers_named_as_national_ids_are_masked_whatever_their_check_digit() {
     }
 }
 
+/// Labels as people write them (issue 47 item 10): words between the label and the number,
+/// the label in brackets or after the number, and every country's ID in the category
+/// labelled, each with a check digit that fails, so only the label can say what it is.
+#[test]
+fn labelled_national_ids_are_masked_in_the_forms_people_write() {
+    for template in [
+        "マイナンバーカードの番号は 1234 5678 9012 です",
+        "個人番号（マイナンバー）は、1234-5678-9012",
+        "私のマイナンバーは「123456789012」だよ",
+        "1234 5678 9012 が私のマイナンバーです",
+        "my number on the card is 1234 5678 9012",
+    ] {
+        let out = masker().mask(template);
+        assert!(
+            !out.masked.contains("5678") && out.masked.contains("[REDACTED:national_id]"),
+            "{template:?} -> {:?}",
+            out.masked
+        );
+    }
+    for template in [
+        "my SSN on file is {}",
+        "Social Security Number (SSN): {}",
+        "社会保障番号は {} です",
+    ] {
+        assert_masked("national_id", template, &["666-12-3456", "999-12-3456"]);
+    }
+    // An 18-character Chinese resident ID whose ISO 7064 check fails (…0021, not …002X).
+    for template in [
+        "身份证号码是 {}",
+        "居民身份证：{}",
+        "my resident ID card number is {}",
+    ] {
+        assert_masked("national_id", template, &["110105194912310021"]);
+    }
+    // A National Insurance number written in lower case, or with a prefix never issued.
+    for template in [
+        "my national insurance number is {}",
+        "NI number: {}",
+        "NINO {}",
+    ] {
+        assert_masked("national_id", template, &["ab 12 34 56 c", "QQ123456C"]);
+    }
+    // No label, no mask: a 12-digit number that fails the check, a sentence about numbers.
+    assert_untouched(&[
+        "注文番号は 1234 5678 9012 です",
+        "マイナンバーカードを作った。予約番号は 1234 5678 9012",
+        "my number of cats is 3",
+    ]);
+}
+
 #[test]
 fn phone_numbers() {
     assert_masked(

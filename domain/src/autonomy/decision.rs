@@ -162,11 +162,11 @@ pub fn validate_decision(value: &Value) -> Result<ActionDecision, Vec<String>> {
         check_input(&capability, &input, &mut errors);
     }
     let persona_influence = object_field(obj, "persona_influence", false, &mut errors);
-    // Its structured keys change the interest state: a malformed one breaks the decision.
-    if let Err(e) = crate::memory::influence::interest_update(&persona_influence) {
+    let mood_influence = object_field(obj, "mood_influence", false, &mut errors);
+    // Their structured keys change the interest state: a malformed one breaks the decision.
+    if let Err(e) = crate::memory::influence::decision_update(&persona_influence, &mood_influence) {
         errors.extend(e);
     }
-    let mood_influence = object_field(obj, "mood_influence", false, &mut errors);
     let console_delivery = match obj.get("console_delivery") {
         None | Some(Value::Null) => {
             if acting {

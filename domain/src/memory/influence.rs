@@ -1,7 +1,7 @@
-//! The interest update a deliberation carries (seed 001 Phase C: the interest state changes
-//! after a deliberation, by its `persona_influence`, and after an `agent_delegate` result).
-//! `persona_influence` is the model's small object of short texts. Three keys are read as
-//! structure; any other key is the model's own note:
+//! The interest updates a deliberation and an action's result carry (seed 001 Phase C: the
+//! interest state changes after a deliberation, by its `persona_influence` and
+//! `mood_influence`, and after an `agent_delegate` result). Each is a small object of short
+//! texts; three keys are read as structure, any other key is the model's own note:
 //!
 //! - `topic`, `person`: what the persona's attention turned to: a target of that type
 //!   weighing [`INFLUENCE_WEIGHT`] (a write plan weighs its own targets; a deliberation
@@ -9,8 +9,10 @@
 //! - `interaction_mode`: `observe|support|wait|explore`.
 //!
 //! One of these keys with a value outside that shape makes the decision invalid (dropped,
-//! never repaired). The update merges like a write plan's `interest_update`
-//! ([`super::interest`]).
+//! never repaired). A decision's two objects make one update ([`decision_update`]: the
+//! persona's own mode wins over the mood's); an agent's result may carry a third
+//! (`details.interest`, from the agent's JSON output). Each merges like a write plan's
+//! `interest_update` ([`super::interest`]).
 
 use serde_json::{Map, Value};
 
@@ -23,8 +25,9 @@ pub const INFLUENCE_WEIGHT: f64 = 0.6;
 pub const MAX_VALUE_CHARS: usize = 40;
 
 /// The interest update in `influence` (`None` when it names no target and no mode), or
-/// every reason it is malformed.
+/// every reason it is malformed (each error names `field.<key>`).
 pub fn interest_update(
+    field: &str,
     influence: &Map<String, Value>,
 ) -> Result<Option<CheckedInterestUpdate>, Vec<String>> {
     let mut errors = Vec::new();
@@ -39,7 +42,7 @@ pub fn interest_update(
                 targets.push((kind, v.trim().to_owned(), INFLUENCE_WEIGHT));
             }
             Some(other) => errors.push(format!(
-                "persona_influence.{key}: must be a non-empty text of at most \
+                "{field}.{key}: must be a non-empty text of at most \
                  {MAX_VALUE_CHARS} characters, got {other}"
             )),
         }
@@ -50,7 +53,7 @@ pub fn interest_update(
             let mode = v.as_str().and_then(InteractionMode::parse);
             if mode.is_none() {
                 errors.push(format!(
-                    "persona_influence.interaction_mode: must be one of {}, got {v}",
+                    "{field}.interaction_mode: must be one of {}, got {v}",
                     InteractionMode::NAMES.join("|")
                 ));
             }
@@ -68,13 +71,48 @@ pub fn interest_update(
     )
 }
 
+/// One update from two (`None` when neither names anything): the targets of both, `first`'s
+/// mode, else `second`'s.
+pub fn combined(
+    first: Option<CheckedInterestUpdate>,
+    second: Option<CheckedInterestUpdate>,
+) -> Option<CheckedInterestUpdate> {
+    match (first, second) {
+        (Some(mut a), Some(b)) => {
+            a.targets.extend(b.targets);
+            a.interaction_mode = a.interaction_mode.or(b.interaction_mode);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+/// The update a decision makes: its `persona_influence` and its `mood_influence` (seed 001
+/// 更新タイミング: deliberate_once reflects both), the persona's mode winning over the mood's.
+pub fn decision_update(
+    persona_influence: &Map<String, Value>,
+    mood_influence: &Map<String, Value>,
+) -> Result<Option<CheckedInterestUpdate>, Vec<String>> {
+    let persona = interest_update("persona_influence", persona_influence);
+    let mood = interest_update("mood_influence", mood_influence);
+    match (persona, mood) {
+        (Ok(p), Ok(m)) => Ok(combined(p, m)),
+        (p, m) => Err(p
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(m.err().unwrap_or_default())
+            .collect()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn read(v: Value) -> Result<Option<CheckedInterestUpdate>, Vec<String>> {
-        interest_update(v.as_object().unwrap())
+        interest_update("persona_influence", v.as_object().unwrap())
     }
 
     #[test]
@@ -88,6 +126,28 @@ mod tests {
         );
         assert_eq!(u.interaction_mode, Some(InteractionMode::Explore));
         assert_eq!(read(json!({"curiosity": 0.8})), Ok(None));
+    }
+
+    #[test]
+    fn a_decision_s_mood_influence_adds_its_targets_and_yields_the_mode() {
+        let persona = json!({"topic": "notes", "interaction_mode": "support"});
+        let mood = json!({"topic": "quiet", "interaction_mode": "wait"});
+        let u = decision_update(persona.as_object().unwrap(), mood.as_object().unwrap())
+            .unwrap()
+            .unwrap();
+        let names: Vec<&str> = u.targets.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(names, ["notes", "quiet"]);
+        assert_eq!(u.interaction_mode, Some(InteractionMode::Support));
+        let only_mood = decision_update(&Map::new(), mood.as_object().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(only_mood.interaction_mode, Some(InteractionMode::Wait));
+        let bad = json!({"interaction_mode": "sulk"});
+        let errors = decision_update(&Map::new(), bad.as_object().unwrap()).unwrap_err();
+        assert!(
+            errors[0].starts_with("mood_influence.interaction_mode"),
+            "{errors:?}"
+        );
     }
 
     #[test]

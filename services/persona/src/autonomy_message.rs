@@ -15,6 +15,7 @@ use ghost_shared::autonomy::events::{
     steps, ActionResultRecorded, AutonomyMessageFailed, AutonomyMessageRendered,
 };
 use ghost_shared::autonomy::persona::{mood_context, PersonaFields};
+use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
@@ -26,6 +27,7 @@ use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
 
 use crate::prompt::PersonaPrompt;
+use crate::recall::vector::cosine;
 
 /// Handles `ActionResultRecorded`.
 pub struct MessageRenderer {
@@ -33,6 +35,9 @@ pub struct MessageRenderer {
     character: CharacterConfig,
     system: String,
     llm: LlmClient,
+    /// `llm.embedding`, when configured: what the hits are about is compared with what the
+    /// persona cares about by their vectors (without it, the capability's order stays).
+    embedding: Option<LlmClient>,
 }
 
 /// The event type this handler consumes.
@@ -59,10 +64,15 @@ impl MessageRenderer {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
+        let embedding = match ctx.config.ghost.llm.contains_key("embedding") {
+            true => Some(ctx.llm("embedding")?),
+            false => None,
+        };
         Ok(Self {
             system: format!("{rules}\n\n{message}"),
             character,
             llm,
+            embedding,
             ctx,
         })
     }
@@ -75,20 +85,27 @@ impl MessageRenderer {
             persona: self.character.name.clone(),
             now: None,
         };
-        let mood =
+        let long_mood =
             match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
-                Ok(answer) => mood_context(Some(&answer.state)),
+                Ok(answer) => Some(answer.state),
                 Err(e) => {
                     warn!(error = %e, "no mood for the autonomy message");
-                    mood_context(None)
+                    None
                 }
             };
+        let now = self.ctx.clock().now_unix();
+        let recent = recent_vad_average(self.ctx.store().pool(), &self.character.name, now)
+            .await
+            .map_err(|e| warn!(error = %e, "no recent affect for the autonomy message"))
+            .ok();
+        let mood = mood_context(long_mood.as_ref(), recent);
         let d = &recorded.decision;
         let r = &recorded.result;
         // What the persona cares about decides what it reports first.
         let cares = self.cares().await;
         let mut payload = r.message_facts();
-        cares.order_payload(&mut payload);
+        let similarity = self.similarity(&cares, &payload).await;
+        cares.order_payload(&mut payload, &similarity);
         let mut result = json!({
             "result_status": r.result_status,
             "capability_name": r.capability_name,
@@ -126,6 +143,37 @@ impl MessageRenderer {
             Err(e) => {
                 warn!(error = %e, "memory unreadable; the message knows no preferences");
                 Cares::default()
+            }
+        }
+    }
+
+    /// How close each hit of `payload` is in meaning to each of the cares' keys (cosine of
+    /// their embeddings, one row per hit); empty when there is nothing to compare, no
+    /// embedding model or it failed (the hits then stay in the capability's order).
+    async fn similarity(&self, cares: &Cares, payload: &Value) -> Vec<Vec<f64>> {
+        let keys = cares.keys();
+        let hits = Cares::hit_texts(payload);
+        let Some(model) = self.embedding.as_ref() else {
+            return Vec::new();
+        };
+        if keys.is_empty() || hits.len() < 2 {
+            return Vec::new();
+        }
+        let texts: Vec<String> = keys.iter().chain(&hits).cloned().collect();
+        match model.embed(&texts).await {
+            Ok(vectors) if vectors.len() == texts.len() => {
+                let (keys, hits) = vectors.split_at(keys.len());
+                hits.iter()
+                    .map(|h| keys.iter().map(|k| cosine(h, k)).collect())
+                    .collect()
+            }
+            Ok(_) => {
+                warn!("the embedding model answered another count; hits keep their order");
+                Vec::new()
+            }
+            Err(e) => {
+                warn!(error = %e, "hits not embedded; they keep the capability's order");
+                Vec::new()
             }
         }
     }

@@ -3,7 +3,7 @@
 //! and declaration, and replays the `/local` sequences.
 
 use ghost_router::routing::{
-    declaration, first_stage, FirstOutcome, FirstStage, Notice, Route, RouteDecision,
+    declaration, first_stage, Fallback, FirstOutcome, FirstStage, Notice, Route, RouteDecision,
     RoutingConfig, SessionRouting,
 };
 use serde_json::Value;
@@ -224,21 +224,40 @@ fn blocked_code_is_not_declared_as_coding() {
     assert_eq!(session.last_primary_route, Some(Route::Chat));
 }
 
+/// Seed 002: CODE needs 0.8 and above *and strong evidence re-checked*. A coding request
+/// without an artefact ("fizzbuzzをRustで書いて": a language and a verb) is weak evidence the
+/// dictionary does not route on, so a confident classifier's CODE on it is refused by the
+/// guard, local_only or not (`code_request_support` used to let it through).
 #[test]
-fn classifier_code_under_local_only_is_blocked_too() {
+fn classifier_code_on_a_coding_request_without_an_artefact_is_refused() {
     let config = config();
-    let session = SessionRouting {
-        local_only: true,
-        last_primary_route: None,
-    };
-    let (_, decision, asked) = route_message(
-        "fizzbuzzをRustで書いて",
-        &session,
-        &config,
-        Some(r#"{"route":"CODE","confidence":0.9,"reason":"コード","evidence":["Rustで書いて"]}"#),
-    );
-    assert!(asked);
-    let decision = decision.expect("decision");
-    assert_eq!(decision.route, Route::Chat);
-    assert_eq!(decision.notice, Some(Notice::CloudRequired));
+    for local_only in [false, true] {
+        let session = SessionRouting {
+            local_only,
+            last_primary_route: None,
+        };
+        let (_, decision, asked) = route_message(
+            "fizzbuzzをRustで書いて",
+            &session,
+            &config,
+            Some(
+                r#"{"route":"CODE","confidence":0.95,"reason":"コード","evidence":["Rustで書いて"]}"#,
+            ),
+        );
+        assert!(asked);
+        let decision = decision.expect("decision");
+        assert_eq!(decision.route, Route::Chat);
+        assert_eq!(decision.proposed, Some(Route::Code));
+        assert!(
+            matches!(
+                decision.fallback,
+                Some(Fallback::CodeGuard {
+                    evidence_found: false,
+                    ..
+                })
+            ),
+            "{decision:?}"
+        );
+        assert_eq!(decision.notice, None::<Notice>);
+    }
 }

@@ -15,6 +15,7 @@
 //! - [`attention`]: the interest update of a deliberation or an agent's result;
 //! - [`edits`]: people's corrections and forgetting;
 //! - [`forget_person`]: forgetting a whole person (the store's redaction, the bus's copies);
+//! - [`retention`]: redacting raw conversation text past its channel's retention;
 //! - [`writer`]: changes to memory, one at a time against a caught-up projection.
 
 pub mod attention;
@@ -23,6 +24,7 @@ pub mod forget_person;
 pub mod handles;
 pub mod input;
 pub mod planner;
+pub mod retention;
 pub mod writer;
 
 use std::sync::Arc;
@@ -103,6 +105,7 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
             forget.clone(),
         ));
     }
+    handle.spawn(retention::run(ctx.clone()));
     let attention = Arc::new(attention::Attention::new(ctx.clone(), writer));
     for event_type in attention::CONSUMES {
         handle.spawn(run_consumer(

@@ -6,6 +6,7 @@
 //!   what the persona cares about;
 //! - [`events`]: the events of a tick, its action and its message;
 //! - [`persona`]: the persona fields the autonomy prompts receive, its mood as they read it;
+//! - [`recent_vad`]: `recent_vad_average`, what the persona felt lately (one definition);
 //! - [`tick`]: asking for a deliberation (schedule, HTTP, command line);
 //! - [`activity`]: the `autonomy.activity` and `autonomy.message` subjects.
 
@@ -14,4 +15,5 @@ pub use ghost_domain::autonomy::{cares, decision, result};
 pub mod activity;
 pub mod events;
 pub mod persona;
+pub mod recent_vad;
 pub mod tick;

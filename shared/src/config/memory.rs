@@ -35,7 +35,20 @@ pub struct MemorySettings {
     pub recall_similarity_threshold: f64,
     /// The selection's prompt (relative to the repository root).
     pub recall_prompt_file: std::path::PathBuf,
+    /// Days the raw text of a conversation line is kept, per channel (`http`, `line`,
+    /// `slack`, `telegram`; seed 002: history is not kept in full text, to limit what can
+    /// leak). Older lines are redacted as forgetting a person redacts them; summaries,
+    /// states and preferences stay. A channel not listed keeps its lines.
+    pub raw_text_retention_days: std::collections::BTreeMap<String, u32>,
+    /// How often the write-plan service looks for lines past their retention, in seconds.
+    pub retention_check_secs: u64,
 }
+
+/// Days a line's raw text is kept by default, on every channel.
+pub const DEFAULT_RETENTION_DAYS: u32 = 90;
+
+/// The channels a retention can name.
+pub const RETENTION_CHANNELS: [&str; 4] = ["http", "line", "slack", "telegram"];
 
 impl Default for MemorySettings {
     fn default() -> Self {
@@ -51,6 +64,11 @@ impl Default for MemorySettings {
             recall_selection_timeout_ms: 12_000,
             recall_similarity_threshold: 0.1,
             recall_prompt_file: "prompts/recall_selection.md".into(),
+            raw_text_retention_days: RETENTION_CHANNELS
+                .iter()
+                .map(|c| ((*c).to_owned(), DEFAULT_RETENTION_DAYS))
+                .collect(),
+            retention_check_secs: 3600,
         }
     }
 }
@@ -86,6 +104,22 @@ impl MemorySettings {
             return Err(ConfigError::invalid(
                 "memory.recall_max_candidates",
                 format!("must be between 1 and {MAX_CANDIDATES}"),
+            ));
+        }
+        if let Some(c) = self
+            .raw_text_retention_days
+            .keys()
+            .find(|c| !RETENTION_CHANNELS.contains(&c.as_str()))
+        {
+            return Err(ConfigError::invalid(
+                "memory.raw_text_retention_days",
+                format!("{c:?} is not a channel ({})", RETENTION_CHANNELS.join(", ")),
+            ));
+        }
+        if self.retention_check_secs == 0 {
+            return Err(ConfigError::invalid(
+                "memory.retention_check_secs",
+                "must be greater than 0",
             ));
         }
         if self.recall_max_selected == 0 || self.recall_max_selected > self.recall_max_candidates {

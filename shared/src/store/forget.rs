@@ -300,7 +300,7 @@ async fn carried_out(
 
 /// Waits for, then holds until commit, every projection's lock: a pass applying an event
 /// being rewritten would otherwise commit its rows after these are deleted.
-async fn hold_projections(tx: &mut Transaction<'_, Postgres>) -> Result<(), StoreError> {
+pub(super) async fn hold_projections(tx: &mut Transaction<'_, Postgres>) -> Result<(), StoreError> {
     // In name order: two redactions at once take them in the same order, never crosswise.
     let names: Vec<String> =
         sqlx::query_scalar("SELECT name FROM projection_checkpoints ORDER BY name")

@@ -8,12 +8,15 @@
 //! - `tail`: a stream's newest events, read back from its head in bounded windows;
 //! - `wakeups`: the projection runners' wake-up, sent after each append commits;
 //! - `forget`: the audited redaction that forgets a person ([`EventStore::forget_person`]);
+//! - `retention`: the same redaction of a channel's lines past their retention
+//!   ([`EventStore::expire_raw_text`]);
 //! - `unreachable`: whether an error means the database was out of reach.
 
 mod append;
 mod append_batch;
 mod forget;
 pub(crate) mod read;
+mod retention;
 mod tail;
 mod unreachable;
 mod wakeups;

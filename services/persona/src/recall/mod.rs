@@ -32,6 +32,7 @@ use tracing::{info, warn};
 use uuid::Uuid;
 
 use ghost_shared::affect::MoodState;
+use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::contracts;
 use ghost_shared::events::{RecallPerformed, RenderRequested};
@@ -211,10 +212,16 @@ impl Recaller {
         now: f64,
     ) -> Result<Vec<String>, String> {
         let settings = &self.ctx.config.ghost.memory;
+        let pool = self.ctx.store().pool();
+        let recent_vad = recent_vad_average(pool, &character.name, now)
+            .await
+            .map_err(|e| warn!(error = %e, "no recent affect for the selection"))
+            .ok();
         let context = select::persona_selection_context(
             character,
             memory,
             mood,
+            recent_vad,
             now,
             settings.interest_tau_secs,
         );

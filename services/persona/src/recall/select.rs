@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use ghost_shared::affect::MoodState;
-use ghost_shared::autonomy::persona::mood_context;
+use ghost_shared::autonomy::persona::{mood_context, Vad};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::memory::vocab::PreferenceStatus;
 use ghost_shared::memory::Memory;
@@ -17,17 +17,19 @@ use super::collect::Candidate;
 
 /// The persona's side of the selection (seed 001 `PersonaSelectionContext`).
 ///
-/// `mood` is the mood service's state (None when it did not answer): `long_mood_state` and
+/// `mood` is the mood service's state (None when it did not answer), `recent_vad` the
+/// persona's `recent_vad_average` (None when unreadable): `long_mood_state` and
 /// `recent_vad_average` are what every prompt asking for the mood gets
 /// ([`ghost_shared::autonomy::persona::mood_context`]).
 pub fn persona_selection_context(
     character: &CharacterConfig,
     memory: &Memory,
     mood: Option<&MoodState>,
+    recent_vad: Option<Vad>,
     now: f64,
     tau_secs: f64,
 ) -> Value {
-    let mood = mood_context(mood);
+    let mood = mood_context(mood, recent_vad);
     let confirmed: Vec<Value> = memory
         .preferences
         .iter()

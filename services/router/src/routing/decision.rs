@@ -29,7 +29,7 @@ pub enum Fallback {
         confidence: f64,
         /// The CODE threshold.
         threshold: f64,
-        /// Whether the rule dictionary found CODE evidence in the text.
+        /// Whether the rule dictionary found strong CODE evidence in the text.
         evidence_found: bool,
     },
 }
@@ -117,8 +117,8 @@ pub fn adopt_raw(
 
 /// Applies the adoption gates to a parsed (or failed) structured decision:
 /// discarded → CHAT (`*_failed`); below `accept_threshold` → CHAT; CODE needs
-/// `code_threshold` **and** CODE evidence in the rule dictionary (deciding or supporting
-/// rules), else CHAT; finally the `local_only` gate. CHAT itself is always accepted: it is
+/// `code_threshold` **and** strong CODE evidence (the dictionary's deciding rules) in the
+/// text, else CHAT; finally the `local_only` gate. CHAT itself is always accepted: it is
 /// already the safe side.
 pub fn adopt(
     verdict: Result<ClassifierVerdict, ClassifierError>,
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn code_needs_high_confidence_and_dictionary_evidence() {
-        let text = "fizzbuzzをRustで書いて";
+        let text = "main.rsのバグを直して";
         let ok = classify(r#"{"route":"CODE","confidence":0.85}"#, text, false);
         assert_eq!(ok.route, Route::Code);
         assert!(!ok.evidence.is_empty());
@@ -285,19 +285,23 @@ mod tests {
                 ..
             })
         ));
-        let no_evidence = classify(
-            r#"{"route":"CODE","confidence":0.95}"#,
+        // Seed 002: strong evidence, re-checked. Asking for code without an artefact (a
+        // language and a verb, "write a function") is the weak kind: it is not enough.
+        for weak in [
             "ちょっと手伝ってほしい",
-            false,
-        );
-        assert_eq!(no_evidence.route, Route::Chat);
-        assert!(matches!(
-            no_evidence.fallback,
-            Some(Fallback::CodeGuard {
-                evidence_found: false,
-                ..
-            })
-        ));
+            "fizzbuzzをRustで書いて",
+            "write a function",
+        ] {
+            let no_evidence = classify(r#"{"route":"CODE","confidence":0.95}"#, weak, false);
+            assert_eq!(no_evidence.route, Route::Chat, "{weak:?}");
+            assert!(matches!(
+                no_evidence.fallback,
+                Some(Fallback::CodeGuard {
+                    evidence_found: false,
+                    ..
+                })
+            ));
+        }
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub struct RuleInfo<'a> {
     pub route: Route,
     /// Its description, if the file gives one.
     pub description: Option<&'a str>,
-    /// Whether it decides on its own (`false`: supporting evidence for the CODE gate only).
+    /// Whether it decides (`false`: listed only, a rule being tried out; never evidence).
     pub decides: bool,
 }
 
@@ -242,12 +242,14 @@ impl RuleDictionary {
         })
     }
 
-    /// Every piece of evidence for `route` in `text`, from deciding *and* supporting rules
-    /// (`decides: false`). Used to re-check a classifier's or Kuro's CODE decision: such rules
-    /// are too weak to route on their own but corroborate a confident model.
+    /// The strong evidence for `route` in `text`: what its deciding rules find. Used to
+    /// re-check a classifier's, Kuro's or a reroute's CODE (seed 002: 0.8 and above *plus
+    /// strong evidence re-checked*). Supporting rules (`decides: false`) never count: they
+    /// are the weak evidence the dictionary itself will not route on, so they cannot make
+    /// a model's CODE safe either.
     pub fn evidence_for(&self, route: Route, text: &str) -> Vec<String> {
         let mut evidence = Vec::new();
-        for rule in self.rules.iter().filter(|r| r.route == route) {
+        for rule in self.rules.iter().filter(|r| r.route == route && r.decides) {
             if evidence.len() >= MAX_EVIDENCE {
                 break;
             }
@@ -400,10 +402,14 @@ mod tests {
     }
 
     #[test]
-    fn supporting_rules_never_decide_but_count_as_evidence() {
-        let d = dict("rules:\n  - {name: hint, route: CODE, any: ['関数'], decides: false}\n");
+    fn supporting_rules_neither_decide_nor_count_as_evidence() {
+        let d = dict("rules:\n  - {name: hint, route: CODE, any: ['関数'], decides: false}\n  - {name: trace, route: CODE, any: ['panicked at']}\n");
         assert_eq!(d.classify("関数を書いて"), None);
-        assert_eq!(d.evidence_for(Route::Code, "関数を書いて"), vec!["関数"]);
+        assert!(d.evidence_for(Route::Code, "関数を書いて").is_empty());
+        assert_eq!(
+            d.evidence_for(Route::Code, "関数が panicked at main"),
+            vec!["panicked at"]
+        );
         assert!(d.evidence_for(Route::Ops, "関数を書いて").is_empty());
     }
 
@@ -482,19 +488,22 @@ mod tests {
     }
 
     #[test]
-    fn shipped_dictionary_supports_code_requests_for_the_gate() {
+    fn shipped_dictionary_gives_the_code_gate_strong_evidence_only() {
         let d = shipped_dictionary();
+        // Seed 002: a coding request without an artefact is not strong evidence.
+        for weak in [
+            "fizzbuzzをRustで書いて",
+            "write a function that parses dates",
+            "ちょっと手伝ってほしい",
+            "「/code」って書いてみて",
+        ] {
+            assert!(d.evidence_for(Route::Code, weak).is_empty(), "{weak:?}");
+        }
         assert!(!d
-            .evidence_for(Route::Code, "fizzbuzzをRustで書いて")
+            .evidence_for(Route::Code, "これ直して\n```python\nprint(1/0)\n```")
             .is_empty());
         assert!(!d
-            .evidence_for(Route::Code, "write a function that parses dates")
-            .is_empty());
-        assert!(d
-            .evidence_for(Route::Code, "ちょっと手伝ってほしい")
-            .is_empty());
-        assert!(d
-            .evidence_for(Route::Code, "「/code」って書いてみて")
+            .evidence_for(Route::Code, "main.rs のバグを直して")
             .is_empty());
     }
 

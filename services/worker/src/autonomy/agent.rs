@@ -1,6 +1,7 @@
 //! The command-line agent of `agent_delegate`: a real child process with the task as an
 //! argument (`{task}`) and on stdin, its stdout kept (capped) in `details.raw_output_text`,
-//! killed at the timeout, its exit status recorded.
+//! killed at the timeout, its exit status recorded. A stdout that is one JSON object with
+//! an `interest` object has it kept as `details.interest` (what the result is about).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -90,6 +91,14 @@ pub async fn run_cli_agent(settings: &CliAgentSettings, task: &str, job_id: Uuid
         ),
     };
     let mut details = Map::new();
+    // An agent that answers in JSON may say what its result is about: its `interest` object
+    // (`topic`, `person`, `interaction_mode`) changes the persona's interest state once
+    // the result is in (seed 001 Phase C). Read as structure, never from the prose.
+    if let Ok(Value::Object(output)) = serde_json::from_str::<Value>(raw_output_text.trim()) {
+        if let Some(interest @ Value::Object(_)) = output.get("interest") {
+            details.insert("interest".into(), interest.clone());
+        }
+    }
     details.insert("raw_output_text".into(), Value::String(raw_output_text));
     details.insert("output_truncated".into(), Value::Bool(out_cut));
     details.insert(

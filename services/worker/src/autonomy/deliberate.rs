@@ -10,9 +10,11 @@ use ghost_shared::autonomy::decision::{
     parse_decision, ActionDecision, DecisionKind, AGENT_DELEGATE, CAPABILITIES,
 };
 use ghost_shared::autonomy::events::{
-    steps, ActionDecided, ActionDropped, AutonomyTickRequested, DropReason,
+    autonomy_stream, steps, ActionDecided, ActionDropped, ActionResultRecorded,
+    AutonomyTickRequested, DropReason,
 };
 use ghost_shared::autonomy::persona::PersonaFields;
+use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{EventPayload, NewEvent, RecordedEvent};
@@ -25,7 +27,7 @@ use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::ExpectedVersion;
 
-use super::focus::{build_input, FocusSources, RecentEvent};
+use super::focus::{build_input, FocusSources, Intent, RecentEvent};
 
 /// Handles `AutonomyTickRequested`.
 pub struct Deliberator {
@@ -69,6 +71,11 @@ impl Deliberator {
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
         let mut sources = FocusSources::from_memory(&memory, now, tau);
         sources.long_mood = long_mood;
+        sources.recent_vad = recent_vad_average(self.ctx.store().pool(), persona, now)
+            .await
+            .map_err(|e| warn!(error = %e, "no recent affect for the deliberation"))
+            .ok();
+        sources.intents = self.intents(persona).await?;
         sources.recent_events = turns
             .into_iter()
             .map(|t| RecentEvent {
@@ -78,6 +85,54 @@ impl Deliberator {
             })
             .collect();
         Ok(sources)
+    }
+
+    /// The persona's recent intents (seed 001 B-3): its latest decisions to act, from its
+    /// autonomy stream, each `pending` until its result is recorded, then that result's
+    /// status. Newest last; at most four times the focus's item count is read.
+    async fn intents(&self, persona: &str) -> Result<Vec<Intent>, HandlerError> {
+        let limit = 4 * self.ctx.config.ghost.autonomy.max_focus_items.max(1) as i64;
+        let events = self
+            .ctx
+            .store()
+            .read_stream_tail_of_types(
+                &autonomy_stream(persona),
+                &[ActionDecided::EVENT_TYPE, ActionResultRecorded::EVENT_TYPE],
+                uuid::Uuid::nil(),
+                limit,
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        let mut intents: Vec<Intent> = Vec::new();
+        for e in &events {
+            if e.event_type == ActionDecided::EVENT_TYPE {
+                let Ok(d) = e.decode::<ActionDecided>() else {
+                    continue;
+                };
+                if d.decision.decision != DecisionKind::DoAction {
+                    continue;
+                }
+                let topic = d.decision.persona_influence.get("topic");
+                intents.push(Intent {
+                    id: e.event_id.to_string(),
+                    action_type: d.decision.action_type.clone(),
+                    capability: d.decision.capability.clone(),
+                    reason: d.decision.reason.clone(),
+                    topic: topic.and_then(|t| t.as_str()).map(str::to_owned),
+                    status: "pending".into(),
+                });
+            } else if let Ok(r) = e.decode::<ActionResultRecorded>() {
+                // (the only other type read)
+                let id = r.decision_event_id.to_string();
+                if let Some(intent) = intents.iter_mut().find(|i| i.id == id) {
+                    intent.status = serde_json::to_value(r.result.result_status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "done".into());
+                }
+            }
+        }
+        Ok(intents)
     }
 
     /// The capabilities this deployment can run (`agent_delegate` needs a CLI agent).

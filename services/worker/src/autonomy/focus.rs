@@ -4,12 +4,14 @@
 //! and [`build_input`] orders and counts the material by it. Only structured fields are
 //! compared (ids, topic keys, weights, the mood label), never the texts: the keys are the
 //! ones the write plan writes (a task's `payload.topic` and `salience`, a goal target's
-//! `goal_id:<state_id>`), topics compared by subject key.
+//! `goal_id:<state_id>`), topics compared by subject key. Intents (the persona's own recent
+//! decisions to act, and how each went) are material too (seed 001 B-3 collects
+//! events/states/goals/intents), ordered and counted by the same focus.
 
 use serde::{Deserialize, Serialize};
 
 use ghost_shared::affect::{AffectLabel, MoodState};
-use ghost_shared::autonomy::persona::{vad_of, Vad};
+use ghost_shared::autonomy::persona::Vad;
 use ghost_shared::memory::model::{goal_ref_text, subject_key};
 use ghost_shared::memory::vocab::{PreferenceStatus, StateKind, StateStatus};
 use ghost_shared::memory::Memory;
@@ -40,6 +42,24 @@ pub struct OpenItem {
     /// Its own priority (0..1).
     #[serde(default)]
     pub priority: f64,
+}
+
+/// An intent: an action the persona decided on lately, and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intent {
+    /// The decision's event id.
+    pub id: String,
+    /// The decision's `action_type`.
+    pub action_type: String,
+    /// The capability it runs.
+    pub capability: String,
+    /// Why it was decided (shown to the model, never compared).
+    pub reason: String,
+    /// The topic it was about (`persona_influence.topic`), if given.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// `pending` (no result yet), or the result's status (`success`, `failed`, `timeout`).
+    pub status: String,
 }
 
 /// A preference (`like` / `dislike` of a subject in a domain).
@@ -78,10 +98,16 @@ pub struct FocusSources {
     pub preferences: Vec<PreferenceItem>,
     /// The long mood state, if the mood service answered.
     pub long_mood: Option<MoodState>,
+    /// What the persona felt lately
+    /// (`ghost_shared::autonomy::recent_vad::recent_vad_average`), if the store answered.
+    pub recent_vad: Option<Vad>,
     /// The interest state's attention targets.
     pub attention_targets: Vec<AttentionTarget>,
     /// The interest state's interaction mode.
     pub interaction_mode: Option<String>,
+    /// The persona's recent intents, newest last.
+    #[serde(default)]
+    pub intents: Vec<Intent>,
 }
 
 impl FocusSources {
@@ -158,14 +184,16 @@ pub struct DeliberationInput {
     pub persona_deliberation_focus: PersonaDeliberationFocus,
     /// Open tasks and goals, most relevant first.
     pub open_items: Vec<OpenItem>,
+    /// Recent intents: pending ones first, then by how much their topic is cared about.
+    pub intents: Vec<Intent>,
     /// Recent events, oldest first.
     pub recent_events: Vec<RecentEvent>,
     /// Confirmed preferences.
     pub confirmed_preferences: Vec<PreferenceItem>,
     /// The long mood state.
     pub long_mood_state: Option<MoodState>,
-    /// Its VAD (`ghost_shared::autonomy::persona::vad_of`, the definition recall selection
-    /// and the autonomy message use too).
+    /// What the persona felt lately (`ghost_shared::autonomy::recent_vad`, the definition
+    /// recall selection and the autonomy message use too).
     pub recent_vad_average: Option<Vad>,
     /// Attention targets, strongest first.
     pub attention_targets: Vec<AttentionTarget>,
@@ -275,16 +303,57 @@ pub fn build_input(
             .total_cmp(&(a.weight * stance_factor(&focus.stance, &a.target_type)))
             .then_with(|| a.value.cmp(&b.value))
     });
+    let mut intents: Vec<(f64, usize, &Intent)> = sources
+        .intents
+        .iter()
+        .enumerate()
+        .map(|(i, intent)| (intent_score(sources, &focus, intent), i, intent))
+        .collect();
+    // Pending first, then cared about, then newest.
+    intents.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    let intents = intents
+        .into_iter()
+        .take(focus.item_limit)
+        .map(|(_, _, i)| i.clone())
+        .collect();
     DeliberationInput {
         open_items,
+        intents,
         recent_events: sources.recent_events[skip..].to_vec(),
         confirmed_preferences: confirmed(sources).cloned().collect(),
         long_mood_state: sources.long_mood,
-        recent_vad_average: sources.long_mood.as_ref().map(vad_of),
+        recent_vad_average: sources.recent_vad,
         attention_targets,
         interaction_mode: sources.interaction_mode.clone(),
         persona_deliberation_focus: focus,
     }
+}
+
+/// An intent's weight: a pending one comes first (it is still under way), then the attention
+/// and the confirmed likes and dislikes of its topic, as an item's.
+fn intent_score(sources: &FocusSources, focus: &PersonaDeliberationFocus, intent: &Intent) -> f64 {
+    let pending = if intent.status == "pending" {
+        10.0
+    } else {
+        0.0
+    };
+    let Some(topic) = intent.topic.as_deref() else {
+        return pending;
+    };
+    let attention: f64 = sources
+        .attention_targets
+        .iter()
+        .filter(|t| t.target_type == "topic" && same_topic(&t.value, topic))
+        .map(|t| t.weight * stance_factor(&focus.stance, &t.target_type))
+        .sum();
+    let preference: f64 = confirmed(sources)
+        .filter(|p| same_topic(&p.subject, topic))
+        .map(|p| match p.polarity.as_str() {
+            "like" => LIKE_WEIGHT,
+            _ => -DISLIKE_WEIGHT,
+        })
+        .sum();
+    pending + attention + preference
 }
 
 /// An item's own priority, plus the attention a goal target referring to it
@@ -334,6 +403,39 @@ mod tests {
 
     fn ids(input: &DeliberationInput) -> Vec<&str> {
         input.open_items.iter().map(|i| i.id.as_str()).collect()
+    }
+
+    fn intent(id: &str, topic: Option<&str>, status: &str) -> Intent {
+        Intent {
+            id: id.into(),
+            action_type: "web_research".into(),
+            capability: "web_access".into(),
+            reason: "r".into(),
+            topic: topic.map(str::to_owned),
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn intents_are_material_pending_first_then_cared_about_and_counted() {
+        let mut s = FocusSources {
+            intents: vec![
+                intent("old-news", Some("news"), "success"),
+                intent("tea", Some("tea"), "success"),
+                intent("running", None, "pending"),
+                intent("new-news", Some("news"), "failed"),
+            ],
+            ..Default::default()
+        };
+        s.preferences.push(PreferenceItem {
+            domain: "topic".into(),
+            subject: "tea".into(),
+            polarity: "like".into(),
+            confirmed: true,
+        });
+        let input = build_input(&s, 3, 6);
+        let ids: Vec<&str> = input.intents.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["running", "tea", "new-news"]);
     }
 
     #[test]
