@@ -105,7 +105,8 @@ impl Router {
         mode: DecisionOrigin,
     ) -> Result<(), HandlerError> {
         let mut context = if mode == DecisionOrigin::Kuro {
-            self.conversation_context(turn).await?
+            // Kuro decides on the local model.
+            self.conversation_context(turn, false).await?
         } else {
             String::new()
         };
@@ -250,7 +251,9 @@ impl Router {
             };
             NewEvent::caused_by(cause, STEP_NEXT, &render, service)
         } else {
-            let context = self.conversation_context(turn).await?;
+            let context = self
+                .conversation_context(turn, decision.route.uses_cloud())
+                .await?;
             let earlier = if decision.route == Route::Analyze {
                 self.earlier_analyses(turn).await?
             } else {

@@ -321,8 +321,14 @@ impl Router {
     }
 
     /// The context worker prompts get: the summary plus every turn since it (at least the
-    /// last `routing.recent_turns` lines), oldest first — never the whole history.
-    pub(crate) async fn conversation_context(&self, turn: &Turn) -> Result<String, HandlerError> {
+    /// last `routing.recent_turns` lines), oldest first — never the whole history. With
+    /// `for_cloud`, each line is masked before it is written as JSON: masking the JSON
+    /// afterwards would miss what its escapes changed (`\npassword=…`).
+    pub(crate) async fn conversation_context(
+        &self,
+        turn: &Turn,
+        for_cloud: bool,
+    ) -> Result<String, HandlerError> {
         let recent = self.ctx.config.ghost.routing.recent_turns;
         let mut out = String::new();
         if let Some(summary) = self.memory_summary(turn).await? {
@@ -371,10 +377,18 @@ impl Router {
         lines.drain(..skip);
         if !lines.is_empty() {
             // Who said each line is a field of its own: no line can speak as another.
+            let masked: Vec<(&str, std::borrow::Cow<'_, str>)> = lines
+                .iter()
+                .map(|(user, text)| {
+                    let speaker = if *user { "user" } else { "assistant" };
+                    match for_cloud {
+                        true => (speaker, ghost_shared::masking::mask_secrets(text)),
+                        false => (speaker, std::borrow::Cow::Borrowed(text.as_str())),
+                    }
+                })
+                .collect();
             let said = ghost_shared::llm::transcript(
-                lines
-                    .iter()
-                    .map(|(user, text)| (if *user { "user" } else { "assistant" }, text.as_str())),
+                masked.iter().map(|(who, text)| (*who, text.as_ref())),
             );
             out.push_str("[recent turns, as JSON: speaker and text]\n");
             out.push_str(&said);
