@@ -101,9 +101,14 @@ fn answer(r: &RecordedRequest, old: Option<String>) -> Script {
         };
         return Script::reply(&format!("They talked about celery and {marker}."));
     }
+    // The reply repeats the marker when the message it answers holds it (not the MEMORY or
+    // SUMMARY blocks before it: a reply to someone else quoting a memory is that reply's).
+    let message = last
+        .rsplit_once("[the message you answer]\n")
+        .map_or(last.as_str(), |(_, m)| m);
     match r.model.as_deref() {
         Some(WORKER_MODEL) => Script::reply(NEUTRAL_AFFECT),
-        _ if last.contains(MARKER) => Script::reply(&format!("{MARKER} is a lovely name")),
+        _ if message.contains(MARKER) => Script::reply(&format!("{MARKER} is a lovely name")),
         _ => Script::reply("noted"),
     }
 }

@@ -201,8 +201,9 @@ impl ChannelApp {
 
     /// Waits until `n` events of `event_type` exist.
     pub async fn wait_events(&self, event_type: &str, n: usize) -> Vec<serde_json::Value> {
-        // While they keep coming, however slowly.
-        let stall = Duration::from_secs(30);
+        // While they keep coming, however slowly; a step that failed for the moment is
+        // delivered again after a backoff of up to 12.8 s a try, several tries in a row.
+        let stall = Duration::from_secs(120);
         ghost_testkit::testing::progressing(stall, event_type, n, || async {
             self.events_of(event_type).await.len()
         })
