@@ -266,9 +266,11 @@ async fn bad_frames_get_error_frames_and_the_connection_stays_usable() {
     }
     assert_eq!(stage_events(&app, "s4").await.len(), 0, "nothing stored");
 
-    // Still usable: a slow run, a second input while it runs, then a stop.
+    // Still usable: a slow run, a second input while it runs, then a stop. The turn is slow
+    // enough (3 s) that the stop lands during the first of the two turns on a loaded machine;
+    // at 300 ms both turns could end ("cap") before the stop arrived.
     app.llm
-        .set_default(Script::reply("slowly").with_delay(Duration::from_millis(300)));
+        .set_default(Script::reply("slowly").with_delay(Duration::from_secs(3)));
     send(&mut ws, json!({"type": "user", "text": "go"})).await;
     send(&mut ws, json!({"type": "user", "text": "again"})).await;
     let frames = frames_until(&mut ws, is_error).await;
