@@ -283,7 +283,32 @@ async fn two_hundred_concurrent_webhooks_are_each_answered_once() {
     c.wait_events("ReplyDelivered", n).await;
     settle().await;
     let d = c.line.deliveries();
-    assert_eq!(d.len(), n, "each answered exactly once");
+    if d.len() != n {
+        // Which messages were answered more than once, and what the store holds for them.
+        let mut seen = std::collections::HashMap::<String, usize>::new();
+        for x in &d {
+            *seen.entry(format!("{} {}", x.endpoint, x.to)).or_default() += 1;
+        }
+        let twice: Vec<_> = seen.iter().filter(|(_, k)| **k > 1).collect();
+        let mut counts = Vec::new();
+        for t in [
+            "UserMessageReceived",
+            "AssistantReplied",
+            "TurnTimedOut",
+            "RenderFailed",
+            "ReplyAttempted",
+            "ReplyDelivered",
+            "ReplyFailed",
+        ] {
+            counts.push((t, c.events_of(t).await.len()));
+        }
+        let endpoints: Vec<_> = d.iter().map(|x| (x.endpoint, x.to.clone())).collect();
+        panic!(
+            "each answered exactly once: {} deliveries; repeated {twice:?}; events {counts:?}; \
+             all {endpoints:?}",
+            d.len()
+        );
+    }
     let mut tokens: Vec<&str> = d.iter().map(|x| x.to.as_str()).collect();
     tokens.sort_unstable();
     tokens.dedup();
