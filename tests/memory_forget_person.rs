@@ -219,6 +219,26 @@ async fn forget(c: &ChannelApp, body: &str) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// `POST /api/reminders` with `body`: the status.
+async fn remind(c: &ChannelApp, body: Value) -> u16 {
+    let response = c
+        .app
+        .http
+        .post(format!("{}/api/reminders", c.app.base_url))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+/// `person`'s reminders still to come, as `GET /api/reminders` lists them.
+async fn reminders_of(c: &ChannelApp, person: &str) -> Vec<Value> {
+    let listed = get(c, &format!("/api/reminders?person={person}")).await;
+    listed["reminders"].as_array().cloned().unwrap_or_default()
+}
+
 async fn get(c: &ChannelApp, path: &str) -> Value {
     c.app
         .http
@@ -306,6 +326,18 @@ async fn a_forgotten_person_is_nowhere_and_everyone_else_stays() {
     )
     .await;
     wait_applied(&c.app, 4).await;
+    // A reminder each: hers holds her words, his must stay.
+    let ann_reminder = json!({"person": ANN, "session_id": "ann-alone",
+                              "text": format!("brush {MARKER}"), "when": "in 2 hours"});
+    assert_eq!(remind(&c, ann_reminder).await, 201);
+    let ben_reminder = json!({"person": BEN, "session_id": THREAD,
+                              "text": "buy celery", "when": "in 3 hours"});
+    assert_eq!(remind(&c, ben_reminder).await, 201);
+    eventually(WAIT, "both reminders projected", || async {
+        let listed = reminders_of(&c, ANN).await.len() + reminders_of(&c, BEN).await.len();
+        (listed == 2).then_some(())
+    })
+    .await;
     eventually(WAIT, "the thread's summary", || async {
         let summarized = c.events_of("SessionSummarized").await;
         summarized
@@ -328,7 +360,13 @@ async fn a_forgotten_person_is_nowhere_and_everyone_else_stays() {
         .into_iter()
         .map(|t| t.0)
         .collect();
-    for table in ["events", "assistant_text", "memory_states", "routing_log"] {
+    for table in [
+        "events",
+        "assistant_text",
+        "memory_states",
+        "routing_log",
+        "reminders",
+    ] {
         assert!(before.contains(&table.to_owned()), "{before:?}");
     }
     assert!(bus_messages_holding(&c, MARKER).await > 0);
@@ -381,8 +419,14 @@ async fn a_forgotten_person_is_nowhere_and_everyone_else_stays() {
     assert!(done.redacted["UserMessageReceived"] >= 2, "{done:?}");
     assert!(done.scrubbed["SessionSummarized"] >= 1, "{done:?}");
     assert!(done.bus_copies_deleted > 0, "{done:?}");
+    assert_eq!(done.redacted["ReminderScheduled"], 1, "{done:?}");
 
     nowhere(&c).await;
+    // Her reminder will not come due; his is as he asked it.
+    assert_eq!(reminders_of(&c, ANN).await, Vec::<Value>::new());
+    let his = reminders_of(&c, BEN).await;
+    assert_eq!(his.len(), 1);
+    assert_eq!(his[0]["text"], "buy celery");
     // The same request again (the API, then the handler as a redelivery): nothing new.
     let events = c.app.event_count().await;
     assert_eq!(forget(&c, &request).await.0, 202);

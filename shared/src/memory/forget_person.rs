@@ -18,7 +18,8 @@
 //!   which request and what it was): what the person said (messages, images, imported lines),
 //!   every step of the turns those started, their memories (states about them, their
 //!   preferences, edits of those), states about no one that rest on their words, and the
-//!   annotations of their utterances. Kept, because they hold nothing of the person: the
+//!   annotations of their utterances, and their reminders (every step of each: the words
+//!   they asked to be reminded of; the reminder is deleted, so it does not come due). Kept, because they hold nothing of the person: the
 //!   persona's own affect (`AffectReflected`), cloud spend (`CloudTokensUsed`, the daily
 //!   cap must not reset) and the persona's interest state (`InterestStateUpdated`).
 //! - **the reply's words** ([`scrub`]): the persona's replies in those turns keep their type

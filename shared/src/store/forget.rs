@@ -90,6 +90,16 @@ SELECT e.event_id, e.event_type FROM events e \
         AND e.payload->>'source_event_id' IN (SELECT event_id::text FROM forget_turns)) \
 ON CONFLICT DO NOTHING";
 
+/// Their reminders, every step of them: each carries the words they asked to be reminded
+/// of, and a reminder of someone forgotten must not come due later.
+const THEIR_REMINDERS: &str = "\
+INSERT INTO forget_turns \
+SELECT e.event_id, e.event_type FROM events e \
+ WHERE e.event_type IN ('ReminderScheduled', 'ReminderChanged', 'ReminderCancelled', \
+        'ReminderDue', 'ReminderDelivered', 'ReminderMissed') \
+   AND e.payload->>'person' = $1 \
+ON CONFLICT DO NOTHING";
+
 /// Other people's steps carrying the context of a conversation the person took part in,
 /// from their first message there, and recalls that selected one of their memories.
 const SHARED: &str = "\
@@ -108,7 +118,7 @@ SELECT e.event_id, e.event_type, e.payload FROM events e \
 
 /// The projections' rows derived from what was rewritten (a rebuild would not make them).
 /// `$1`: the rewritten events' ids; `$2`: the person.
-const DERIVED: [&str; 12] = [
+const DERIVED: [&str; 13] = [
     "DELETE FROM assistant_text WHERE event_id = ANY($1)",
     "DELETE FROM routing_log WHERE user_event_id = ANY($1) \
        AND user_event_id IN (SELECT event_id FROM forget_said)",
@@ -126,6 +136,7 @@ const DERIVED: [&str; 12] = [
     "DELETE FROM memory_embeddings WHERE item_id IN ( \
        SELECT 'event:' || id FROM unnest($1::uuid[]) id \
        UNION ALL SELECT 'state:' || state_id FROM forget_states)",
+    "DELETE FROM reminders WHERE person = $2",
     "DELETE FROM projection_parked WHERE event_id = ANY($1)",
     "DELETE FROM outbox WHERE position IN (SELECT position FROM events WHERE event_id = ANY($1))",
 ];
@@ -167,6 +178,7 @@ impl EventStore {
             THEIR_IMPORTED_CONVERSATIONS,
             THEIR_STATES,
             THEIR_MEMORY,
+            THEIR_REMINDERS,
         ] {
             let q = sqlx::query(step);
             let q = if step.contains("$1") {
