@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ghost_shared::envelope::NewEvent;
-use ghost_shared::events::TURN_ENDING_TYPES;
+use ghost_shared::events::{OUT_OF_TURN_TYPES, TURN_ENDING_TYPES};
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::store::{EventStore, ExpectedVersion, StoreError, TurnGuard};
 use ghost_testkit::testing::{user_message, TestEnv};
@@ -16,7 +16,7 @@ const STREAM: &str = "session-s";
 fn guard(running: Duration) -> TurnGuard<'static> {
     TurnGuard {
         ends_turn: &TURN_ENDING_TYPES,
-        not_turn: "AutonomyMessageRendered",
+        not_turn: &OUT_OF_TURN_TYPES,
         running,
     }
 }
@@ -65,15 +65,24 @@ async fn a_turn_starts_only_once_the_previous_one_ended() {
         next_turn(&store, minute).await,
         Err(StoreError::TurnRunning { .. })
     ));
-    // The reply ends it; an autonomy message after it does not start another.
+    // The reply ends it; an autonomy message, its push, a reminder asked through the API
+    // and its occurrence after it do not start another.
     store_any(&store, "AssistantReplied").await;
-    store_any(&store, "AutonomyMessageRendered").await;
-    assert_eq!(next_turn(&store, minute).await.unwrap(), 5);
+    for out_of_turn in [
+        "AutonomyMessageRendered",
+        "AutonomyMessagePushed",
+        "ReminderScheduled",
+        "ReminderDue",
+        "ReminderDelivered",
+    ] {
+        store_any(&store, out_of_turn).await;
+    }
+    assert_eq!(next_turn(&store, minute).await.unwrap(), 9);
     let count: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(count, 5, "a refused turn stores nothing");
+    assert_eq!(count, 9, "a refused turn stores nothing");
     env.cleanup().await;
 }
 

@@ -398,7 +398,7 @@ async fn the_held_back_check_reads_the_index_not_the_whole_store() {
 const APPEND: &str = "SELECT duplicate FROM ghost_append($1, -1, $2)";
 /// `ghost_append_turn`, with the message (and the filler) a turn's end: never mid-turn.
 const APPEND_TURN: &str = "SELECT duplicate FROM ghost_append_turn($1, $2, \
-     ARRAY['UserMessageReceived', 'Filler'], 'AutonomyMessageRendered', 60)";
+     ARRAY['UserMessageReceived', 'Filler'], ARRAY['AutonomyMessageRendered'], 60)";
 
 async fn append_message_on(conn: &mut sqlx::PgConnection, call: &str, stream: &str) {
     let events = json!([{

@@ -19,11 +19,10 @@ use tracing::{info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use uuid::Uuid;
 
-use ghost_shared::autonomy::events::AutonomyMessageRendered;
 use ghost_shared::envelope::{
-    session_stream, storable_text, EventMetadata, EventPayload, NewEvent, RecordedEvent,
+    session_stream, storable_text, EventMetadata, NewEvent, RecordedEvent,
 };
-use ghost_shared::events::{Channel, UserMessageReceived, TURN_ENDING_TYPES};
+use ghost_shared::events::{Channel, UserMessageReceived, OUT_OF_TURN_TYPES, TURN_ENDING_TYPES};
 use ghost_shared::ids::external_event_id;
 use ghost_shared::projections::AssistantTextProjection;
 use ghost_shared::store::{StoreError, TurnGuard};
@@ -253,10 +252,10 @@ async fn append_message(
     turn: Uuid,
     input: ChatInput,
 ) -> Result<RecordedEvent, ApiError> {
-    // The persona's autonomy messages land in the conversation without being a turn.
+    // Autonomy messages and reminders land in the conversation without being a turn.
     let guard = TurnGuard {
         ends_turn: &TURN_ENDING_TYPES,
-        not_turn: AutonomyMessageRendered::EVENT_TYPE,
+        not_turn: &OUT_OF_TURN_TYPES,
         running: Duration::from_secs(state.ctx.config.ghost.gateway.turn_timeout_secs),
     };
     let (traceparent, tracestate) = telemetry::current_trace_headers();

@@ -277,6 +277,21 @@ pub const TURN_ENDING_TYPES: [&str; 4] = [
     crate::memory::forget_person::REDACTED,
 ];
 
+/// Event types that land in a conversation outside any turn: the persona's autonomy
+/// messages and their pushes, reminders and their occurrences. A session's next turn does
+/// not wait for them (`TurnGuard::not_turn`).
+pub const OUT_OF_TURN_TYPES: [&str; 9] = [
+    crate::autonomy::events::AutonomyMessageRendered::EVENT_TYPE,
+    crate::autonomy::events::AutonomyMessagePushed::EVENT_TYPE,
+    crate::autonomy::events::AutonomyPushFailed::EVENT_TYPE,
+    crate::reminders::events::ReminderScheduled::EVENT_TYPE,
+    crate::reminders::events::ReminderChanged::EVENT_TYPE,
+    crate::reminders::events::ReminderCancelled::EVENT_TYPE,
+    crate::reminders::events::ReminderDue::EVENT_TYPE,
+    crate::reminders::events::ReminderDelivered::EVENT_TYPE,
+    crate::reminders::events::ReminderMissed::EVENT_TYPE,
+];
+
 /// Whether an event type ends a turn in its session.
 pub fn ends_turn(event_type: &str) -> bool {
     TURN_ENDING_TYPES.contains(&event_type)

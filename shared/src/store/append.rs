@@ -53,14 +53,14 @@ pub struct AlsoWritten<'a> {
 }
 
 /// What a session's next turn checks before it is appended ([`EventStore::append_turn`]):
-/// the newest of the session's events that is not `not_turn` must end a turn (one of
-/// `ends_turn`), or be older than `running` (a turn left hanging).
+/// the newest of the session's events that is not one of `not_turn` must end a turn (one
+/// of `ends_turn`), or be older than `running` (a turn left hanging).
 #[derive(Debug, Clone, Copy)]
 pub struct TurnGuard<'a> {
     /// Event types that end a turn.
     pub ends_turn: &'a [&'a str],
-    /// An event type that lands in a session without being part of a turn.
-    pub not_turn: &'a str,
+    /// Event types that land in a session without being part of a turn.
+    pub not_turn: &'a [&'a str],
     /// How long a turn may run before the next one may start anyway.
     pub running: std::time::Duration,
 }
