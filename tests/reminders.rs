@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{json, Value};
 
 use ghost_gateway::deliver::reminder::ReminderDeliverer;
@@ -149,6 +149,9 @@ async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reache
         said(&app, "kitchen").await.contains(&d.text).then_some(())
     })
     .await;
+    // The person answers it at once: a reminder is no turn the conversation waits for.
+    let thanks = app.chat("kitchen", "thanks, done").await;
+    assert_eq!(thanks.last().unwrap().event, "done", "{thanks:?}");
 
     // Many more passes later: still one occurrence, one outcome, and nothing left to come.
     settle().await;
@@ -759,5 +762,100 @@ async fn three_schedulers_racing_over_many_due_reminders_deliver_each_once() {
         .map(|e| e.decode::<ReminderDelivered>().unwrap().text)
         .collect();
     assert_eq!(texts.len(), N, "each reminder once");
+    app.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_hours_hold_a_reminder_counted_from_now_and_not_one_the_person_timed() {
+    // The person's quiet hours are now: from an hour ago to three hours on (UTC, their zone).
+    let now = Utc::now();
+    let end = (now + chrono::Duration::minutes(180))
+        .format("%H:%M")
+        .to_string();
+    let window = format!(
+        "{}-{end}",
+        (now - chrono::Duration::minutes(60)).format("%H:%M")
+    );
+    let app = TestApp::spawn_adjusted(&ghost::stack::ServiceName::ALL, &SIMULATED, |c| {
+        let quiet = window.parse().unwrap();
+        c.ghost
+            .reminders
+            .person_quiet_hours
+            .insert("user".into(), quiet);
+    })
+    .await;
+    app.llm.set_default(Script::reply("OK!"));
+    app.chat("night", "hi").await;
+
+    // Counted from now, inside them: due when they end, saying the time asked.
+    let (status, held) = remind(
+        &app,
+        json!({"person": "user", "session_id": "night", "text": "take the pasta out", "when": "in 20 minutes"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{held}");
+    let asked: DateTime<Utc> = serde_json::from_value(held["held_from"].clone()).unwrap();
+    let due: DateTime<Utc> = serde_json::from_value(held["due_at"].clone()).unwrap();
+    assert!(
+        asked >= now.trunc_subsecs(0) + chrono::Duration::minutes(20),
+        "{held}"
+    );
+    assert_eq!(due.format("%H:%M").to_string(), end, "{held}");
+    assert!(due > asked + chrono::Duration::hours(2), "{held}");
+    // Timed by the person, inside them too: as asked.
+    let timed_at = (now + chrono::Duration::minutes(30)).trunc_subsecs(0);
+    let (status, timed) = remind(
+        &app,
+        json!({"person": "user", "session_id": "night", "text": "call Mom", "at": timed_at}),
+    )
+    .await;
+    assert_eq!(status, 201, "{timed}");
+    assert!(timed["held_from"].is_null(), "{timed}");
+    assert_eq!(
+        serde_json::from_value::<DateTime<Utc>>(timed["due_at"].clone()).unwrap(),
+        timed_at
+    );
+    // By chat: held as well, and the persona is told why it comes later.
+    let r = app
+        .http
+        .post(format!("{}/api/chat", app.base_url))
+        .bearer_auth(TOKEN)
+        .json(&json!({"session_id": "night", "text": "/remind in 10 minutes stretch"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    let events = support::read_sse(r).await;
+    let all = scheduled(&app).await;
+    let by_chat = all
+        .iter()
+        .find(|(_, s)| s.text == "stretch")
+        .unwrap_or_else(|| panic!("{events:?} {all:?}"))
+        .1
+        .clone();
+    assert!(by_chat.held_from.is_some(), "{by_chat:?}");
+    assert_eq!(by_chat.due_at.format("%H:%M").to_string(), end);
+    let renders = of_type(&app, "RenderRequested").await;
+    let result = &renders.last().unwrap().payload["work_result"];
+    assert!(result["held_for_quiet_hours_from"].is_string(), "{result}");
+    wait_listed(&app, "user", 3).await;
+
+    // Past the times asked: only the one the person timed is said.
+    advance(&app, 31 * 60).await;
+    let said_first = wait_of_type(&app, ReminderDelivered::EVENT_TYPE, 1).await;
+    let first: ReminderDelivered = said_first[0].decode().unwrap();
+    assert!(first.text.contains("call Mom"), "{first:?}");
+    settle().await;
+    assert_eq!(of_type(&app, ReminderDelivered::EVENT_TYPE).await.len(), 1);
+    // When the quiet hours end: the held ones, on time.
+    let to_end = due - (Utc::now() + chrono::Duration::minutes(31));
+    advance(&app, to_end.num_seconds().max(1) as u64 + 5).await;
+    let all = wait_of_type(&app, ReminderDelivered::EVENT_TYPE, 3).await;
+    for d in &all {
+        let d: ReminderDelivered = d.decode().unwrap();
+        assert!(!d.late, "{d:?}");
+    }
+    settle().await;
+    assert_eq!(of_type(&app, ReminderDelivered::EVENT_TYPE).await.len(), 3);
     app.cleanup().await;
 }

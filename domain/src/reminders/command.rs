@@ -21,8 +21,11 @@ use super::recurrence::{local_to_utc, next_after, ReminderRuleError};
 /// When a reminder is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum When {
-    /// Once.
+    /// Once, at a time the person named.
     Once(DateTime<Utc>),
+    /// Once, counted from now (`in 20 minutes`): the one kind quiet hours may hold
+    /// ([`super::QuietHours`]).
+    In(DateTime<Utc>),
     /// By `rule` (an RRULE), first at `first`.
     Every {
         /// The RRULE (`FREQ=WEEKLY;BYDAY=MO;BYHOUR=7;BYMINUTE=0;BYSECOND=0`).
@@ -36,7 +39,7 @@ impl When {
     /// The first time it is due.
     pub fn first(&self) -> DateTime<Utc> {
         match self {
-            When::Once(at) => *at,
+            When::Once(at) | When::In(at) => *at,
             When::Every { first, .. } => *first,
         }
     }
@@ -44,7 +47,7 @@ impl When {
     /// The rule, for a recurring one.
     pub fn rule(&self) -> Option<&str> {
         match self {
-            When::Once(_) => None,
+            When::Once(_) | When::In(_) => None,
             When::Every { rule, .. } => Some(rule),
         }
     }
@@ -162,7 +165,7 @@ fn parse_when<'a>(
                 .ok_or_else(|| CommandError::BadTime(words[1..].join(" ")))?;
             // Whole seconds: a reminder is not timed to the microsecond.
             let at = (now + Duration::seconds(secs)).trunc_subsecs(0);
-            Ok((When::Once(at), &words[1 + used..]))
+            Ok((When::In(at), &words[1 + used..]))
         }
         "at" => {
             let (time, used) = time_at(&lower, 1)?;
@@ -319,7 +322,7 @@ mod tests {
     fn relative_and_absolute_times_resolve_in_the_persons_zone() {
         let now = "2026-11-29T12:00:00Z"; // 21:00 in Tokyo, 07:00 in New York
         let (when, text) = schedule("/remind in 20 minutes take the pasta out", now, "UTC");
-        assert_eq!(when, When::Once(utc("2026-11-29T12:20:00Z")));
+        assert_eq!(when, When::In(utc("2026-11-29T12:20:00Z")));
         assert_eq!(text, "take the pasta out");
         let (when, _) = schedule("/remind in 2h x", now, "UTC");
         assert_eq!(when.first(), utc("2026-11-29T14:00:00Z"));

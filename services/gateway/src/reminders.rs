@@ -5,7 +5,9 @@
 //!   spoken there, which says the channel and where to push). `at` is an RFC 3339 instant,
 //!   `when` a `/remind` time phrase ("in 20 minutes", "tomorrow at 9", "every monday at
 //!   7:00") read in the person's zone (`reminders.time_zones`, else `reminders.time_zone`);
-//!   `rule` an RRULE repeating from `at`;
+//!   `rule` an RRULE repeating from `at`. A time counted from now ("in 20 minutes") that
+//!   would come in the person's quiet hours (`reminders.quiet_hours`) is due at their end,
+//!   and the answer's `held_from` says the time asked for;
 //! - `GET /api/reminders?person=P`: their reminders still to come, soonest first;
 //! - `PUT /api/reminders/{id}` `{"person", "at" | "when", "rule"?}`: moved;
 //! - `DELETE /api/reminders/{id}?person=P`: cancelled.
@@ -88,14 +90,25 @@ fn valid_person(person: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The time an `at`/`when` pair names, with its rule, resolved for `person` at `now`.
+/// A time resolved for a person.
+struct Resolved {
+    /// When it is due (held to the end of their quiet hours, if it was).
+    when: When,
+    /// Their zone.
+    zone: String,
+    /// The time asked for, when quiet hours held it.
+    held_from: Option<DateTime<Utc>>,
+}
+
+/// The time an `at`/`when` pair names, with its rule, resolved for `person` at `now`: a
+/// time counted from now that would come in their quiet hours waits until they end.
 fn resolve(
     state: &AppState,
     person: &str,
     at: Option<DateTime<Utc>>,
     when: Option<&str>,
     rule: Option<String>,
-) -> Result<(When, String), ApiError> {
+) -> Result<Resolved, ApiError> {
     let zone = state.ctx.config.ghost.reminders.zone_of(person).to_owned();
     let tz = parse_zone(&zone).map_err(|e| bad("invalid_time_zone", e.to_string()))?;
     let now = state.ctx.clock().now();
@@ -127,7 +140,12 @@ fn resolve(
     if when.first() <= now {
         return Err(bad("in_the_past", "that time has already passed"));
     }
-    Ok((when, zone))
+    let (when, held_from) = state.ctx.config.ghost.reminders.hold(person, when, tz);
+    Ok(Resolved {
+        when,
+        zone,
+        held_from,
+    })
 }
 
 /// The channel and push target of `person`'s latest message in `session_id`.
@@ -200,7 +218,11 @@ pub async fn create(State(state): State<AppState>, body: Body) -> Result<Respons
             format!("text must be 1-{MAX_TEXT_CHARS} characters"),
         ));
     }
-    let (when, zone) = resolve(&state, &r.person, r.at, r.when.as_deref(), r.rule)?;
+    let Resolved {
+        when,
+        zone,
+        held_from,
+    } = resolve(&state, &r.person, r.at, r.when.as_deref(), r.rule)?;
     let (channel, target) = conversation_of(&state, &r.session_id, &r.person).await?;
     let reminder_id = Uuid::new_v4();
     let scheduled = ReminderScheduled {
@@ -213,6 +235,7 @@ pub async fn create(State(state): State<AppState>, body: Body) -> Result<Respons
         due_at: when.first(),
         rule: when.rule().map(str::to_owned),
         time_zone: zone,
+        held_from,
     };
     let event = NewEvent::origin(reminder_id, &scheduled, state.ctx.service)
         .map_err(|e| ApiError::internal("cannot encode the reminder", e))?;
@@ -225,6 +248,7 @@ pub async fn create(State(state): State<AppState>, body: Body) -> Result<Respons
             "rule": scheduled.rule,
             "time_zone": scheduled.time_zone,
             "channel": channel.as_str(),
+            "held_from": scheduled.held_from,
         })),
     )
         .into_response())
@@ -271,7 +295,9 @@ pub async fn change(
         .map_err(|e| bad("invalid_json", format!("not a move: {e}")))?;
     valid_person(&m.person)?;
     let row = theirs(&state, &m.person, &id).await?;
-    let (when, _) = resolve(&state, &m.person, m.at, m.when.as_deref(), m.rule)?;
+    let Resolved {
+        when, held_from, ..
+    } = resolve(&state, &m.person, m.at, m.when.as_deref(), m.rule)?;
     // A recurring reminder moved by a phrase without a rule keeps its rule.
     let rule = when.rule().map(str::to_owned).or(row.rule.clone());
     let changed = ReminderChanged {
@@ -280,6 +306,7 @@ pub async fn change(
         session_id: row.session_id.clone(),
         due_at: when.first(),
         rule,
+        held_from,
     };
     let event = NewEvent::origin(Uuid::new_v4(), &changed, state.ctx.service)
         .map_err(|e| ApiError::internal("cannot encode the change", e))?;
@@ -288,6 +315,7 @@ pub async fn change(
         "reminder_id": row.reminder_id,
         "due_at": changed.due_at,
         "rule": changed.rule,
+        "held_from": changed.held_from,
     })))
 }
 

@@ -3,6 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use ghost_domain::reminders::{QuietHours, When};
 use serde::Deserialize;
 
 use super::ConfigError;
@@ -31,6 +34,12 @@ pub struct ReminderSettings {
     /// Past this late (Ghost was down) an occurrence is dropped with a notice instead of
     /// delivered with a note that it is late.
     pub max_lateness_secs: i64,
+    /// The quiet hours of a person `person_quiet_hours` does not name (local time in their
+    /// zone, `22:00-07:00`; none: never quiet). A reminder counted from now that would come
+    /// inside them waits until they end.
+    pub quiet_hours: Option<QuietHours>,
+    /// Per person (speaker id), their quiet hours.
+    pub person_quiet_hours: BTreeMap<String, QuietHours>,
 }
 
 impl Default for ReminderSettings {
@@ -44,6 +53,8 @@ impl Default for ReminderSettings {
             lease_secs: 60,
             grace_secs: 120,
             max_lateness_secs: 6 * 3600,
+            quiet_hours: None,
+            person_quiet_hours: BTreeMap::new(),
         }
     }
 }
@@ -55,6 +66,23 @@ impl ReminderSettings {
             .get(person)
             .map(String::as_str)
             .unwrap_or(&self.time_zone)
+    }
+
+    /// `person`'s quiet hours, if they have any.
+    pub fn quiet_hours_of(&self, person: &str) -> Option<QuietHours> {
+        self.person_quiet_hours
+            .get(person)
+            .copied()
+            .or(self.quiet_hours)
+    }
+
+    /// `when` for `person` in zone `tz`, held to the end of their quiet hours when it is
+    /// counted from now and would come inside them; with the time asked for when held.
+    pub fn hold(&self, person: &str, when: When, tz: Tz) -> (When, Option<DateTime<Utc>>) {
+        match self.quiet_hours_of(person) {
+            Some(quiet) => quiet.hold(when, tz),
+            None => (when, None),
+        }
     }
 
     /// Every zone is an IANA name; the bounds are positive and in order.

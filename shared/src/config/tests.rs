@@ -510,3 +510,29 @@ fn bus_servers_come_as_a_list_or_comma_separated_and_replicas_are_bounded() {
         assert!(e.contains(named), "{key}={value}: {e}");
     }
 }
+
+#[test]
+fn quiet_hours_are_read_per_person_and_a_bad_window_is_refused_saying_why() {
+    let c = load(
+        &format!(
+            "{GHOST}reminders:\n  quiet_hours: \"22:00-07:00\"\n  person_quiet_hours: {{Uowl: \"02:00-10:00\"}}\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let r = &c.ghost.reminders;
+    assert_eq!(
+        r.quiet_hours_of("anyone").unwrap().to_string(),
+        "22:00-07:00"
+    );
+    assert_eq!(r.quiet_hours_of("Uowl").unwrap().to_string(), "02:00-10:00");
+    let off = load(GHOST, &[]).unwrap();
+    assert_eq!(off.ghost.reminders.quiet_hours_of("anyone"), None);
+    let err = load(&format!("{GHOST}reminders:\n  quiet_hours: \"9-5\"\n"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("quiet hours") && err.contains("HH:MM") && err.contains("\"9-5\""),
+        "{err}"
+    );
+}

@@ -47,6 +47,10 @@ pub struct ReminderScheduled {
     pub rule: Option<String>,
     /// The person's IANA time zone when it was asked.
     pub time_zone: String,
+    /// The time asked for, when it fell in the person's quiet hours and `due_at` is their
+    /// end instead (only a time counted from now is held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<DateTime<Utc>>,
 }
 
 impl EventPayload for ReminderScheduled {
@@ -67,6 +71,9 @@ pub struct ReminderChanged {
     /// The rule from then on (`None`: once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// The time asked for, when quiet hours held it to `due_at` (see [`ReminderScheduled`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<DateTime<Utc>>,
 }
 
 impl EventPayload for ReminderChanged {

@@ -76,7 +76,8 @@ impl Router {
         turn: &Turn,
     ) -> Result<bool, HandlerError> {
         let person = turn.message.speaker.clone();
-        let zone = self.ctx.config.ghost.reminders.zone_of(&person).to_owned();
+        let reminders = &self.ctx.config.ghost.reminders;
+        let zone = reminders.zone_of(&person).to_owned();
         let Ok(tz) = parse_zone(&zone) else {
             return Ok(false);
         };
@@ -94,6 +95,7 @@ impl Router {
         let (change, result): (Option<NewEvent>, Value) = match command {
             Err(e) => (None, json!({ "reminder_refused": e.to_string() })),
             Ok(RemindCommand::Schedule { when, text }) => {
+                let (when, held_from) = reminders.hold(&person, when, tz);
                 let scheduled = ReminderScheduled {
                     reminder_id: id,
                     person: person.clone(),
@@ -104,14 +106,19 @@ impl Router {
                     due_at: when.first(),
                     rule: when.rule().map(str::to_owned),
                     time_zone: zone.clone(),
+                    held_from,
                 };
                 let e = NewEvent::caused_by(event, STEP_REMINDER, &scheduled, service)
                     .map_err(HandlerError::permanent)?;
-                let result = json!({
+                let mut result = json!({
                     "reminder_set": text,
                     "at": local(when.first(), &zone),
                     "repeats": when.rule(),
                 });
+                if let Some(asked) = held_from {
+                    // The persona says why it comes later than asked.
+                    result["held_for_quiet_hours_from"] = json!(local(asked, &zone));
+                }
                 (Some(e), result)
             }
             Ok(RemindCommand::List) => (None, listed(&rows().await?)),
@@ -131,9 +138,10 @@ impl Router {
             Ok(RemindCommand::Move { reference, when }) => match find(&rows().await?, &reference) {
                 None => (None, json!({ "reminder_not_found": reference })),
                 Some(r) => {
+                    let (when, held_from) = reminders.hold(&person, when, tz);
                     let rule = match &when {
                         When::Every { rule, .. } => Some(rule.clone()),
-                        When::Once(_) => r.rule.clone(),
+                        When::Once(_) | When::In(_) => r.rule.clone(),
                     };
                     let changed = ReminderChanged {
                         reminder_id: r.reminder_id,
@@ -141,6 +149,7 @@ impl Router {
                         session_id: r.session_id.clone(),
                         due_at: when.first(),
                         rule,
+                        held_from,
                     };
                     let e = NewEvent::caused_by(event, STEP_REMINDER, &changed, service)
                         .map_err(HandlerError::permanent)?;
