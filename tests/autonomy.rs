@@ -5,6 +5,10 @@
 
 mod support;
 
+/// Scheduled ticks that keep quiet (`tests/autonomy/quiet.rs`).
+#[path = "autonomy/quiet.rs"]
+mod quiet;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};

@@ -767,23 +767,10 @@ async fn three_schedulers_racing_over_many_due_reminders_deliver_each_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quiet_hours_hold_a_reminder_counted_from_now_and_not_one_the_person_timed() {
-    // The person's quiet hours are now: from an hour ago to three hours on (UTC, their zone).
+    // The person's quiet hours are now, until three hours on.
     let now = Utc::now();
-    let end = (now + chrono::Duration::minutes(180))
-        .format("%H:%M")
-        .to_string();
-    let window = format!(
-        "{}-{end}",
-        (now - chrono::Duration::minutes(60)).format("%H:%M")
-    );
-    let app = TestApp::spawn_adjusted(&ghost::stack::ServiceName::ALL, &SIMULATED, |c| {
-        let quiet = window.parse().unwrap();
-        c.ghost
-            .reminders
-            .person_quiet_hours
-            .insert("user".into(), quiet);
-    })
-    .await;
+    let (quiet, end) = support::quiet_now("user", 180);
+    let app = TestApp::spawn_adjusted(&ghost::stack::ServiceName::ALL, &SIMULATED, quiet).await;
     app.llm.set_default(Script::reply("OK!"));
     app.chat("night", "hi").await;
 

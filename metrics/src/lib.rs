@@ -76,6 +76,9 @@ pub const AUTONOMY_DECISIONS: &str = "ghost_autonomy_decisions_total";
 /// Autonomy deliberations dropped without a decision, by reason (`invalid_decision`,
 /// `model_error`).
 pub const AUTONOMY_DROPPED: &str = "ghost_autonomy_dropped_total";
+/// Scheduled autonomy ticks skipped without a model call, by reason (`quiet_hours`,
+/// `daily_cap`, `nothing_new`).
+pub const AUTONOMY_SKIPPED: &str = "ghost_autonomy_skipped_total";
 
 /// The cloud coder's tokens used this UTC day, by kind (`prompt`, `completion`): the sum
 /// of the store's `CloudTokensUsed` events, as last read by this process.
@@ -206,6 +209,10 @@ fn describe_all() {
     describe_counter!(
         AUTONOMY_DROPPED,
         "Autonomy deliberations dropped without a decision, by reason."
+    );
+    describe_counter!(
+        AUTONOMY_SKIPPED,
+        "Scheduled autonomy ticks skipped without a model call, by reason."
     );
     describe_gauge!(
         CODER_TOKENS_TODAY,
@@ -423,6 +430,9 @@ pub fn register_autonomy() {
     for reason in ["invalid_decision", "model_error"] {
         counter!(AUTONOMY_DROPPED, "reason" => reason).increment(0);
     }
+    for reason in ["quiet_hours", "daily_cap", "nothing_new"] {
+        counter!(AUTONOMY_SKIPPED, "reason" => reason).increment(0);
+    }
 }
 
 /// A deliberation recorded `decision` (`do_action`, `skip`) for `capability` (empty: none).
@@ -438,6 +448,11 @@ pub fn autonomy_decided(decision: &'static str, capability: &str) {
 /// A deliberation was dropped for `reason` (`invalid_decision`, `model_error`).
 pub fn autonomy_dropped(reason: &'static str) {
     counter!(AUTONOMY_DROPPED, "reason" => reason).increment(1);
+}
+
+/// A scheduled tick was skipped for `reason` (`quiet_hours`, `daily_cap`, `nothing_new`).
+pub fn autonomy_skipped(reason: &'static str) {
+    counter!(AUTONOMY_SKIPPED, "reason" => reason).increment(1);
 }
 
 /// Registers the cloud coder's spend series (when the coder starts): the cap (`None`: no

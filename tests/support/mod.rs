@@ -34,6 +34,29 @@ pub const NEUTRAL_AFFECT: &str = r#"{"reflection_text":"fine","partner_affect_la
 /// The bearer token test environments configure.
 pub const TOKEN: &str = "test-token";
 
+/// Quiet hours for `person` from an hour ago to `minutes` on (UTC, the default zone), as a
+/// change of the config, with the time they end (`HH:MM`): the test runs inside them,
+/// whatever the time of day.
+pub fn quiet_now(
+    person: &str,
+    minutes: i64,
+) -> (
+    impl FnOnce(&mut ghost_shared::config::Config) + Send + 'static,
+    String,
+) {
+    let now = chrono::Utc::now();
+    let end = (now + chrono::Duration::minutes(minutes))
+        .format("%H:%M")
+        .to_string();
+    let start = (now - chrono::Duration::minutes(60)).format("%H:%M");
+    let quiet = format!("{start}-{end}").parse().expect("a window");
+    let person = person.to_owned();
+    let set = move |c: &mut ghost_shared::config::Config| {
+        c.ghost.reminders.person_quiet_hours.insert(person, quiet);
+    };
+    (set, end)
+}
+
 /// A running Ghost under test.
 pub struct TestApp {
     /// Database, prefix, configuration.

@@ -60,6 +60,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::autonomy::events::AutonomyTickRequested,
         ghost_shared::autonomy::events::ActionDecided,
         ghost_shared::autonomy::events::ActionDropped,
+        ghost_shared::autonomy::events::AutonomyTickSkipped,
         ghost_shared::autonomy::events::ActionStarted,
         ghost_shared::autonomy::events::ActionResultRecorded,
     ],

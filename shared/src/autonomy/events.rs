@@ -34,6 +34,8 @@ pub mod steps {
     pub const PUSHED_LINE: &str = "autonomy.push.line";
     /// `AutonomyMessageRendered` → its Slack post outcome.
     pub const PUSHED_SLACK: &str = "autonomy.push.slack";
+    /// Tick → `AutonomyTickSkipped`.
+    pub const SKIPPED: &str = "autonomy.skipped";
 }
 
 /// What started a deliberation.
@@ -74,6 +76,46 @@ pub struct ActionDecided {
 
 impl EventPayload for ActionDecided {
     const EVENT_TYPE: &'static str = "ActionDecided";
+}
+
+/// A scheduled tick was not deliberated: the persona had nothing it should say now, found
+/// without a model call ([`super::gate`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutonomyTickSkipped {
+    /// The persona.
+    pub persona: String,
+    /// The tick event.
+    pub tick_event_id: Uuid,
+    /// Why.
+    pub reason: SkipReason,
+}
+
+impl EventPayload for AutonomyTickSkipped {
+    const EVENT_TYPE: &'static str = "AutonomyTickSkipped";
+}
+
+/// Why a scheduled tick was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Inside the quiet hours of the conversation's person.
+    QuietHours,
+    /// The day's autonomy messages reached `autonomy.max_messages_per_day`.
+    DailyCap,
+    /// Nothing happened in the conversation or the persona's memory since the last
+    /// deliberation: it would deliberate on the same input again.
+    NothingNew,
+}
+
+impl SkipReason {
+    /// Its name (the metric's label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::QuietHours => "quiet_hours",
+            SkipReason::DailyCap => "daily_cap",
+            SkipReason::NothingNew => "nothing_new",
+        }
+    }
 }
 
 /// Why a tick produced no decision.

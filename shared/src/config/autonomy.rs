@@ -32,6 +32,10 @@ pub struct AutonomySettings {
     /// Conversations bound to LINE, Slack and/or Telegram: their `chat`/`notify` messages
     /// are pushed there too, once each.
     pub push: Vec<PushBinding>,
+    /// Most autonomy messages said in its conversation in one local day of its person (the
+    /// console's user); past it, scheduled deliberations are skipped without a model call
+    /// until the next day. 0 = no cap. A tick someone asks for is never skipped.
+    pub max_messages_per_day: u32,
 }
 
 impl Default for AutonomySettings {
@@ -46,6 +50,7 @@ impl Default for AutonomySettings {
             max_focus_items: 8,
             cli_agent: None,
             push: Vec::new(),
+            max_messages_per_day: 6,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `AutonomyTickRequested`: collect the deliberation input, ask the model for one
 //! `ActionDecision` (JSON only), record `ActionDecided` — or `ActionDropped` with every
-//! reason (an invalid answer is never repaired) plus a warning. Once per tick.
+//! reason (an invalid answer is never repaired) plus a warning. Once per tick. A scheduled
+//! tick with nothing to say now (quiet hours, the daily cap, nothing new: [`gate`]) is
+//! recorded as `AutonomyTickSkipped` before any model call.
 
 use serde_json::json;
 use tracing::warn;
@@ -11,8 +13,9 @@ use ghost_shared::autonomy::decision::{
 };
 use ghost_shared::autonomy::events::{
     autonomy_stream, steps, ActionDecided, ActionDropped, ActionResultRecorded,
-    AutonomyTickRequested, DropReason,
+    AutonomyTickRequested, AutonomyTickSkipped, DropReason, SkipReason, TickTrigger,
 };
+use ghost_shared::autonomy::gate::{self, GateScope};
 use ghost_shared::autonomy::persona::PersonaFields;
 use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
@@ -24,8 +27,9 @@ use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
+use ghost_shared::reminders::parse_zone;
 use ghost_shared::service::ServiceContext;
-use ghost_shared::store::ExpectedVersion;
+use ghost_shared::store::{AppendOutcome, ExpectedVersion};
 
 use super::focus::{build_input, FocusSources, Intent, RecentEvent};
 
@@ -135,6 +139,70 @@ impl Deliberator {
         Ok(intents)
     }
 
+    /// Why `tick` is skipped without a model call ([`gate`]), if it is.
+    async fn skip_reason(
+        &self,
+        event: &RecordedEvent,
+        tick: &AutonomyTickRequested,
+    ) -> Result<Option<SkipReason>, HandlerError> {
+        if tick.trigger != TickTrigger::Schedule {
+            return Ok(None);
+        }
+        let config = &self.ctx.config.ghost;
+        // The conversation's person is the console's user, as the deliberation's memory.
+        let reminders = &config.reminders;
+        let Ok(zone) = parse_zone(reminders.zone_of(DEFAULT_PERSON)) else {
+            return Ok(None);
+        };
+        let scope = GateScope {
+            persona: &tick.persona,
+            session_id: &config.autonomy.session_id,
+            zone,
+            quiet_hours: reminders.quiet_hours_of(DEFAULT_PERSON),
+        };
+        let facts = gate::read_facts(self.ctx.store().pool(), &scope, event.recorded_at)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(gate::skip_reason(
+            tick.trigger,
+            &facts,
+            config.autonomy.max_messages_per_day,
+        ))
+    }
+
+    /// Records `tick` as skipped for `reason` (once).
+    async fn skip(
+        &self,
+        event: &RecordedEvent,
+        tick: &AutonomyTickRequested,
+        reason: SkipReason,
+    ) -> Result<(), HandlerError> {
+        let skipped = AutonomyTickSkipped {
+            persona: tick.persona.clone(),
+            tick_event_id: event.event_id,
+            reason,
+        };
+        let new = NewEvent::caused_by(event, steps::SKIPPED, &skipped, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        if !self.append_outcome(event, new).await?.duplicate {
+            metrics::autonomy_skipped(reason.as_str());
+        }
+        Ok(())
+    }
+
+    /// Appends a tick's one outcome on its stream (a duplicate when stored before).
+    async fn append_outcome(
+        &self,
+        tick: &RecordedEvent,
+        outcome: NewEvent,
+    ) -> Result<AppendOutcome, HandlerError> {
+        self.ctx
+            .log
+            .append(&tick.stream, ExpectedVersion::Any, &[outcome])
+            .await
+            .map_err(HandlerError::transient)
+    }
+
     /// The capabilities this deployment can run (`agent_delegate` needs a CLI agent).
     fn available(&self) -> Vec<&'static str> {
         let agent = self.ctx.config.ghost.autonomy.cli_agent.is_some();
@@ -169,10 +237,13 @@ impl EventHandler for Deliberator {
         let tick: AutonomyTickRequested = event.decode().map_err(HandlerError::permanent)?;
         if self
             .ctx
-            .outcome_stored(&event, &[steps::DECIDED, steps::DROPPED])
+            .outcome_stored(&event, &[steps::DECIDED, steps::DROPPED, steps::SKIPPED])
             .await?
         {
             return Ok(());
+        }
+        if let Some(reason) = self.skip_reason(&event, &tick).await? {
+            return self.skip(&event, &tick, reason).await;
         }
         // Weights decay to the tick's own time, not to whenever it is handled.
         let now = event.recorded_at.timestamp_micros() as f64 / 1e6;
@@ -225,12 +296,7 @@ impl EventHandler for Deliberator {
             }
         };
         let new = new.map_err(HandlerError::permanent)?;
-        let appended = self
-            .ctx
-            .log
-            .append(&event.stream, ExpectedVersion::Any, &[new])
-            .await
-            .map_err(HandlerError::transient)?;
+        let appended = self.append_outcome(&event, new).await?;
         if !appended.duplicate {
             counted.record();
             for e in &appended.events {
