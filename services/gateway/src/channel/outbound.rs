@@ -96,4 +96,17 @@ impl Outbound<'_> {
             .then(|| outcome.events.first().map(|e| e.recorded_at))
             .flatten())
     }
+
+    /// When an earlier attempt of this send recorded its marker, if one did (read only: for
+    /// a send that makes no call needing one, but must not race one that did).
+    pub async fn earlier_attempt_at(&self) -> Result<Option<DateTime<Utc>>, HandlerError> {
+        let id = ghost_shared::ids::derive_event_id(self.cause.event_id, STEP_ATTEMPTED);
+        let marker = self
+            .ctx
+            .store()
+            .get(id)
+            .await
+            .map_err(HandlerError::transient)?;
+        Ok(marker.map(|m| m.recorded_at))
+    }
 }

@@ -29,6 +29,11 @@ enum BatchEnd {
     Failed(String),
 }
 
+/// How long an attempt may still be running after it left its marker: a few calls' time.
+fn earlier_attempt_bound(s: &LineSettings) -> Duration {
+    Duration::from_secs(s.request_timeout_secs.max(1).saturating_mul(3))
+}
+
 fn policy(s: &LineSettings) -> RetryPolicy {
     RetryPolicy {
         base_delay: Duration::from_millis(s.retry_base_delay_ms),
@@ -77,12 +82,37 @@ pub(super) async fn deliver(
         Err(e) => return Ok(DeliveryOutcome::failed("invalid", e.to_string())),
     };
     let uses_token = plan.iter().any(|p| matches!(p, DeliveryStep::Reply { .. }));
-    // A reply token cannot be deduplicated by LINE: leave a marker first.
-    let earlier_attempt = if uses_token {
-        out.mark_attempt(Channel::Line).await?
+    // A reply token cannot be deduplicated by LINE: leave a marker first. A plan of pushes
+    // only (the token went stale) leaves none, but still looks for one.
+    let earlier = if uses_token {
+        out.mark_attempt_at(Channel::Line).await?
     } else {
-        false
+        out.earlier_attempt_at().await?
     };
+    if let Some(at) = earlier {
+        // Another handler of this reply started first: a copy the bus delivered again while
+        // the first waited its turn, or a retry of this one. While it may still be running
+        // it is waited for, not raced: its reply and a push from here would both arrive.
+        let running = Utc::now()
+            .signed_duration_since(at)
+            .to_std()
+            .unwrap_or_default();
+        if running < earlier_attempt_bound(s) {
+            return Err(HandlerError::Later {
+                reason: "an earlier attempt of this reply may still be running".into(),
+                after: Duration::from_secs(s.request_timeout_secs.max(1)),
+            });
+        }
+        if !uses_token {
+            // It used the reply token (only such an attempt leaves a marker) and never said
+            // how that ended: a push now could say the reply twice.
+            return Ok(DeliveryOutcome::failed(
+                "outcome_unknown",
+                "an earlier attempt replied with the token and never recorded how it ended",
+            ));
+        }
+    }
+    let earlier_attempt = earlier.is_some();
     let sender = Sender {
         s,
         http: out.http,
