@@ -17,8 +17,8 @@ use tracing::{debug, warn};
 use crate::bus::{Bus, BusError};
 use crate::envelope::{NewEvent, RecordedEvent};
 use crate::store::{
-    read::row_to_event, AlsoWritten, AppendOutcome, EventStore, ExpectedVersion, StoreError,
-    TurnGuard,
+    read::row_to_event, AlsoWritten, AppendOutcome, AppendRequest, EventStore, ExpectedVersion,
+    StoreError, TurnGuard,
 };
 
 /// Failure of an append-and-publish.
@@ -80,6 +80,23 @@ impl EventLog {
             .append_beside_publish(stream, expected, events, |_| async {})
             .await?;
         Ok(outcome)
+    }
+
+    /// Appends every request in one transaction ([`EventStore::append_batch`]: one result
+    /// per request), and publishes what committed; the outbox covers a crash in between.
+    pub async fn append_batch(
+        &self,
+        requests: &[AppendRequest],
+    ) -> Result<Vec<Result<AppendOutcome, StoreError>>, StoreError> {
+        let results = self.store.append_batch(requests).await?;
+        let committed: Vec<AppendOutcome> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().cloned())
+            .collect();
+        if let Err(e) = self.publish_outcomes(&committed).await {
+            warn!(error = %e, "could not check the outbox after a batch; the relay publishes");
+        }
+        Ok(results)
     }
 
     /// Appends like [`Self::append`], with `also` written in the append's statement (see

@@ -21,7 +21,7 @@ use crate::config::ReminderSettings;
 use crate::envelope::{session_stream, EventMetadata, NewEvent};
 use crate::events::{Channel, ReplyTarget};
 use crate::service::ServiceContext;
-use crate::store::ExpectedVersion;
+use crate::store::{AppendRequest, ExpectedVersion};
 
 /// Why a pass failed (it is tried again at the next poll).
 #[derive(Debug, thiserror::Error)]
@@ -62,13 +62,21 @@ impl Scheduler {
         Self { ctx, settings }
     }
 
-    /// Runs passes until the task is aborted.
+    /// Runs passes until the task is aborted: one per poll interval, and the next at once
+    /// while a pass claims a full batch (many due in the same minute must not wait a poll
+    /// per batch and come late).
     pub async fn run(self) -> Result<(), SchedulerError> {
         let poll = Duration::from_millis(self.settings.poll_interval_ms);
         loop {
-            match self.pass().await {
-                Ok(n) if n > 0 => debug!(occurrences = n, "reminders came due"),
-                Ok(_) => {}
+            match self.pass_claimed().await {
+                Ok((claimed, n)) => {
+                    if n > 0 {
+                        debug!(occurrences = n, "reminders came due");
+                    }
+                    if claimed as i64 >= self.settings.claim_batch {
+                        continue;
+                    }
+                }
                 Err(e) => warn!(error = %e, "reminder scheduler pass failed"),
             }
             tokio::time::sleep(poll).await;
@@ -77,6 +85,11 @@ impl Scheduler {
 
     /// One pass: claims what is due and appends its occurrences; how many it appended.
     pub async fn pass(&self) -> Result<usize, SchedulerError> {
+        Ok(self.pass_claimed().await?.1)
+    }
+
+    /// One pass: how many rows it claimed, and how many occurrences it appended.
+    async fn pass_claimed(&self) -> Result<(usize, usize), SchedulerError> {
         let pool = self.ctx.store().pool();
         // The claim commits before the appends: the lease, not a held lock, keeps other
         // instances off while this one appends (a lock held over an append would hold a
@@ -97,18 +110,36 @@ impl Scheduler {
         .bind(self.settings.lease_secs as f64)
         .fetch_all(pool)
         .await?;
+        let rows = claimed.len();
+        if rows == 0 {
+            return Ok((0, 0));
+        }
+        crate::fault::point("reminders.after_claim");
+        // One transaction for the batch: many due in the same minute are one commit, not
+        // one each (10,000 at once came 19 a second, most of them late).
+        let requests = claimed
+            .into_iter()
+            .map(|row| self.due_request(row))
+            .collect::<Result<Vec<_>, _>>()?;
+        let results = self
+            .ctx
+            .log
+            .append_batch(&requests)
+            .await
+            .map_err(|e| SchedulerError::Append(e.to_string()))?;
         let mut appended = 0;
-        for row in claimed {
-            crate::fault::point("reminders.after_claim");
-            if self.append_due(row).await? {
-                appended += 1;
+        for result in results {
+            match result {
+                Ok(outcome) => appended += usize::from(!outcome.duplicate),
+                // Its lease runs out and a later pass claims it again.
+                Err(e) => warn!(error = %e, "a reminder's occurrence was not appended"),
             }
         }
-        Ok(appended)
+        Ok((rows, appended))
     }
 
-    /// Appends the occurrence's `ReminderDue` (nothing when it is stored already).
-    async fn append_due(&self, row: Claimed) -> Result<bool, SchedulerError> {
+    /// The append of the occurrence's `ReminderDue` (nothing is stored when it is already).
+    fn due_request(&self, row: Claimed) -> Result<AppendRequest, SchedulerError> {
         let late_by_secs = (row.now - row.due_at).num_seconds().max(0);
         let channel: Channel =
             serde_json::from_value(serde_json::Value::String(row.channel)).unwrap_or(Channel::Http);
@@ -135,16 +166,10 @@ impl Scheduler {
         };
         let event = NewEvent::new(due_event_id(row.reminder_id, row.due_at), &due, metadata)
             .map_err(|e| SchedulerError::Append(e.to_string()))?;
-        let outcome = self
-            .ctx
-            .log
-            .append(
-                &session_stream(&row.session_id),
-                ExpectedVersion::Any,
-                &[event],
-            )
-            .await
-            .map_err(|e| SchedulerError::Append(e.to_string()))?;
-        Ok(!outcome.duplicate)
+        Ok(AppendRequest {
+            stream: session_stream(&row.session_id),
+            expected: ExpectedVersion::Any,
+            events: vec![event],
+        })
     }
 }
