@@ -8,6 +8,7 @@
 //! - [`stage_load`]: `load-stage`, durable stage turns per second;
 //! - [`webhook_load`]: `webhook-load`, webhook acknowledgements from another process;
 //! - [`autonomy_load`]: `autonomy-load`, deliberations per second and decision → message;
+//! - [`reminder_load`]: `reminder-load`, many reminders due in one minute, each said once;
 //! - [`memory_bench`]: `memory-bench`, write plan and recall figures;
 //! - [`forget_bench`]: `forget-bench`, how long forgetting a person holds the store;
 //! - [`recall_quality`]: `recall-quality`, recall@12 and more per recall configuration;
@@ -29,6 +30,7 @@ pub mod load;
 pub mod memory_bench;
 pub mod model_bench;
 pub mod recall_quality;
+pub mod reminder_load;
 pub mod reply_bench;
 pub mod stage_load;
 pub mod webhook_load;

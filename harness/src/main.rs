@@ -7,7 +7,7 @@ use ghost::serve::{run_command, serve, serve_model};
 use ghost::stack::ServiceName;
 use ghost_harness::{
     autonomy_load, chaos, forget_bench, load, memory_bench, model_bench, recall_quality,
-    reply_bench, stage_load, webhook_load,
+    reminder_load, reply_bench, stage_load, webhook_load,
 };
 
 /// mimalloc, as `ghost` has: the figures are the deployed binary's.
@@ -36,6 +36,9 @@ enum Command {
     /// Drives autonomy ticks (decision, web_access, result, persona message) against a
     /// zero-delay fake model and reports ticks per second and decision-to-message time.
     AutonomyLoad(autonomy_load::AutonomyLoadArgs),
+    /// Asks for many reminders due in the same minute through the API, moves the
+    /// simulated clock past it and times until the last is said; checks each was said once.
+    ReminderLoad(reminder_load::ReminderLoadArgs),
     /// Seeds a private database with N utterances and measures recall's candidate
     /// collection and the write plan's validation + apply.
     MemoryBench(memory_bench::MemoryBenchArgs),
@@ -81,6 +84,7 @@ impl Command {
                 | Command::LoadStage(_)
                 | Command::WebhookLoad(_)
                 | Command::AutonomyLoad(_)
+                | Command::ReminderLoad(_)
                 | Command::ReplyBench(_)
                 | Command::Chaos(_)
         )
@@ -100,6 +104,7 @@ async fn run(command: Command) -> Result<()> {
         Command::LoadStage(args) => stage_load::run(args).await,
         Command::WebhookLoad(args) => webhook_load::run(args).await,
         Command::AutonomyLoad(args) => autonomy_load::run(args).await,
+        Command::ReminderLoad(args) => reminder_load::run(args).await,
         Command::MemoryBench(args) => memory_bench::run(args).await,
         Command::ForgetBench(args) => forget_bench::run(args).await,
         Command::RecallQuality(args) => recall_quality::run(args).await,
