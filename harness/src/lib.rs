@@ -15,6 +15,9 @@
 //! - [`model_bench`]: `model-bench`, speed of an OpenAI-compatible model server;
 //! - [`reply_bench`]: `reply-bench`, the pipeline's time to first token on the embedded
 //!   model beside the model's own, and each contract's answers;
+//! - [`converse`]: `converse`, a multi-day conversation on the shipped configuration and
+//!   the embedded models through `/api/chat` and LINE: replies, first token, contracts,
+//!   recall of planted facts;
 //! - [`chaos`]: `chaos`, every service its own process, SIGKILLs, lost/duplicated;
 //! - [`chaos_cluster`]: `chaos --cluster`, a NATS cluster and two hosts in network
 //!   namespaces, faults while messages are sent;
@@ -25,6 +28,7 @@ pub mod budget;
 pub mod chaos;
 pub mod chaos_cluster;
 pub mod children;
+pub mod converse;
 pub mod forget_bench;
 pub mod load;
 pub mod memory_bench;

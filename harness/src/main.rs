@@ -6,7 +6,7 @@ use ghost::doctor::{load_config, require_infrastructure};
 use ghost::serve::{run_command, serve, serve_model};
 use ghost::stack::ServiceName;
 use ghost_harness::{
-    autonomy_load, chaos, forget_bench, load, memory_bench, model_bench, recall_quality,
+    autonomy_load, chaos, converse, forget_bench, load, memory_bench, model_bench, recall_quality,
     reminder_load, reply_bench, stage_load, webhook_load,
 };
 
@@ -52,6 +52,10 @@ enum Command {
     /// Chat turns through the whole pipeline on the embedded model, background work on:
     /// time to first token beside the model's own, and each contract's answers.
     ReplyBench(reply_bench::ReplyBenchArgs),
+    /// A scripted multi-day conversation (three people, /api/chat and LINE, English and
+    /// Japanese) on the shipped configuration with the embedded models: replies, first
+    /// token, contracts, recall of planted facts, cross-person candidates.
+    Converse(converse::ConverseArgs),
     /// Runs every service as its own process against fake platforms, SIGKILLs and restarts
     /// random services during mixed HTTP, LINE and Slack traffic, and reports accepted,
     /// answered once, lost and duplicated; exits non-zero when anything was lost or
@@ -86,6 +90,7 @@ impl Command {
                 | Command::AutonomyLoad(_)
                 | Command::ReminderLoad(_)
                 | Command::ReplyBench(_)
+                | Command::Converse(_)
                 | Command::Chaos(_)
         )
     }
@@ -110,6 +115,7 @@ async fn run(command: Command) -> Result<()> {
         Command::RecallQuality(args) => recall_quality::run(args).await,
         Command::ModelBench(args) => model_bench::run(args).await,
         Command::ReplyBench(args) => reply_bench::run(args).await,
+        Command::Converse(args) => converse::run(args).await,
         Command::Chaos(args) => chaos::run(args).await,
     }
 }

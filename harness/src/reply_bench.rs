@@ -185,7 +185,8 @@ fn model_token(block: &str) -> bool {
         })
 }
 
-fn quantile(samples: &[Duration], q: f64) -> f64 {
+/// The `q` quantile of `samples`, in milliseconds (nearest rank; `samples` not empty).
+pub(crate) fn quantile(samples: &[Duration], q: f64) -> f64 {
     let mut v: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
     v.sort_by(f64::total_cmp);
     let i = ((v.len() as f64 - 1.0) * q).round() as usize;
@@ -211,6 +212,18 @@ fn report(args: &ReplyBenchArgs, pipeline: &[Duration], own: &[Duration], xs: &[
         "  ratio of the p50s: {:.2}",
         quantile(pipeline, 0.5) / quantile(own, 0.5)
     );
+    let per = contract_answers(xs);
+    let accepted = accepted_per_contract();
+    println!("  contract           calls  schema-valid  accepted");
+    for (name, (calls, valid)) in per {
+        let ok = accepted.get(&name).copied().unwrap_or(0.0);
+        println!("  {name:<18} {calls:>5}  {valid:>12}  {ok:>8.0}");
+    }
+}
+
+/// Per contract (replies' trailers left out): calls answered, and answers valid against
+/// the schema their own request carried (an independent validator, `jsonschema`).
+pub(crate) fn contract_answers(xs: &[Exchange]) -> BTreeMap<String, (usize, usize)> {
     let mut per: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for x in xs {
         let (Some(name), Some(schema)) = (x.contract(), x.schema()) else {
@@ -227,17 +240,12 @@ fn report(args: &ReplyBenchArgs, pipeline: &[Duration], own: &[Duration], xs: &[
         e.0 += 1;
         e.1 += usize::from(valid);
     }
-    let accepted = accepted_per_contract();
-    println!("  contract           calls  schema-valid  accepted");
-    for (name, (calls, valid)) in per {
-        let ok = accepted.get(&name).copied().unwrap_or(0.0);
-        println!("  {name:<18} {calls:>5}  {valid:>12}  {ok:>8.0}");
-    }
+    per
 }
 
 /// `ghost_llm_contract_answers_total{verdict="accepted"}` per contract, from this process'
 /// metrics (every service ran in it).
-fn accepted_per_contract() -> BTreeMap<String, f64> {
+pub(crate) fn accepted_per_contract() -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for line in ghost_shared::metrics::render().lines() {
         if !line.starts_with(ghost_shared::metrics::LLM_CONTRACT_ANSWERS)
