@@ -171,10 +171,10 @@ impl Net {
         let cidr = format!("{}/24", self.bridge_ip());
         sh("ip", &["addr", "add", &cidr, "dev", &bridge])?;
         sh("ip", &["link", "set", &bridge, "up"])?;
-        let roles: Vec<(String, String)> = (0..NODES)
-            .map(|i| (format!("n{}", i + 1), self.node_ip(i)))
-            .chain((0..HOSTS).map(|i| (format!("h{}", i + 1), self.host_ip(i))))
-            .collect();
+        let ips = (0..NODES)
+            .map(|i| self.node_ip(i))
+            .chain((0..HOSTS).map(|i| self.host_ip(i)));
+        let roles: Vec<(String, String)> = roles().zip(ips).collect();
         for (role, ip) in roles {
             let (ns, veth) = (self.ns(&role), self.veth(&role));
             sh("ip", &["netns", "add", &ns])?;
@@ -405,6 +405,11 @@ impl Net {
         if let Some(child) = self.postgres.as_mut() {
             child.start_kill().ok();
         }
+        // Each veth pair first, by its host end: deleted with its namespace, it goes later,
+        // in the kernel's own time (a loaded run's check found them still there).
+        for role in roles() {
+            let _ = sh("ip", &["link", "del", &self.veth(&role)]);
+        }
         for ns in &self.namespaces {
             remove_namespace(ns);
         }
@@ -425,6 +430,13 @@ impl Drop for Net {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// The roles with a namespace and a veth: every NATS node, every host.
+fn roles() -> impl Iterator<Item = String> {
+    (0..NODES)
+        .map(|i| format!("n{}", i + 1))
+        .chain((0..HOSTS).map(|i| format!("h{}", i + 1)))
 }
 
 /// Kills whatever still runs in `ns` and deletes it (its veth pair goes with it).
@@ -454,6 +466,9 @@ pub fn sweep_stale() {
         };
         if Path::new("/proc").join(pid).exists() {
             continue;
+        }
+        for role in roles() {
+            let _ = sh("ip", &["link", "del", &format!("gc{id}{role}")]);
         }
         remove_namespace(name);
         let _ = sh("ip", &["link", "del", &format!("gc{id}br")]);
