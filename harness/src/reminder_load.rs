@@ -64,13 +64,7 @@ async fn drive(env: &TestEnv, args: &ReminderLoadArgs) -> Result<()> {
     let gateway = stack.gateway_addr().context("no gateway")?;
     let base = format!("http://{gateway}");
     let http = reqwest::Client::new();
-    let token = env
-        .config
-        .secrets
-        .api_token
-        .as_ref()
-        .map(|t| t.expose().to_owned())
-        .unwrap_or_default();
+    let token = crate::chaos::api_token(env)?;
     // Everyone speaks once: a reminder goes to a conversation its person spoke in.
     for p in 0..args.people {
         let r = http

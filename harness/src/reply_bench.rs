@@ -84,13 +84,7 @@ async fn drive(env: &TestEnv, args: &ReplyBenchArgs, recorder: &Recorder) -> Res
     let stack = start_stack(env.config.clone(), &services).await?;
     let gateway = stack.gateway_addr().context("no gateway")?;
     let http = reqwest::Client::new();
-    let token = env
-        .config
-        .secrets
-        .api_token
-        .as_ref()
-        .map(|t| t.expose().to_owned())
-        .unwrap_or_default();
+    let token = crate::chaos::api_token(env)?;
     let mut pipeline = Vec::new();
     for i in 0..args.turns {
         let text = SCRIPT[i % SCRIPT.len()];
