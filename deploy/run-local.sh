@@ -49,6 +49,11 @@ else
   export GHOST_GATEWAY__TURN_TIMEOUT_SECS=${GHOST_GATEWAY__TURN_TIMEOUT_SECS:-490}
   # A tiny model rambles: the persona's replies get a budget of their own.
   export GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS=${GHOST_LLM__PERSONA__OPTIONS__MAX_TOKENS:-160}
+  # Recall's selection reads every candidate on the model before the reply starts: twelve
+  # took one CPU thread 20 s, six still more than the shipped 12 s timeout, so nothing was
+  # ever recalled. Six, and time to read them: a reply that remembers starts later.
+  export GHOST_MEMORY__RECALL_MAX_CANDIDATES=${GHOST_MEMORY__RECALL_MAX_CANDIDATES:-6}
+  export GHOST_MEMORY__RECALL_SELECTION_TIMEOUT_MS=${GHOST_MEMORY__RECALL_SELECTION_TIMEOUT_MS:-30000}
   cat <<MSG
 run-local: MODEL: the embedded SmolLM2-135M-Instruct ($name), served by Ghost itself on
   http://$listen, answers for the persona, the worker and the stage's characters.

@@ -184,6 +184,9 @@ where
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|runtime| runtime.block_on(command));
+    // The runtime is gone, and with it every handle of an embedded model: let its thread
+    // stop before the process exits.
+    ghost_model::engine::wait_stopped(std::time::Duration::from_secs(10));
     match result {
         Ok(code) => code,
         Err(e) => {

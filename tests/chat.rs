@@ -219,7 +219,13 @@ async fn a_second_message_while_a_turn_runs_is_busy_and_outputs_never_mix() {
     let body: serde_json::Value = second.json().await.unwrap();
     assert_eq!(body["error"]["code"], "busy");
 
-    // Another session is not blocked.
+    // Another session is not blocked. Its reply must take the second script, so it is sent
+    // only once the first turn has asked the model for its own (under load the first turn's
+    // request can come later than the stored message).
+    eventually(Duration::from_secs(10), "first reply asked for", || async {
+        (app.model_calls() >= 1).then_some(())
+    })
+    .await;
     let other = app.chat("other", "hello").await;
     assert_eq!(other.last().unwrap().data["reply_text"], "next reply");
 

@@ -300,16 +300,21 @@ async fn another_persons_conversation_is_never_recalled() {
     chat_as(&c, "ben-1", "ben", "where is the blue teapot hidden?").await;
     chat_as(&c, "ann-2", "ann", "where is the blue teapot hidden?").await;
 
-    let recalls: Vec<RecallPerformed> = c
-        .app
-        .store
-        .read_stream(&persona_stream("kuro"), 0)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.event_type == RecallPerformed::EVENT_TYPE)
-        .map(|e| e.decode().unwrap())
-        .collect();
+    // A recall is appended beside the reply, not before its end: wait for all three.
+    let recalls: Vec<RecallPerformed> = eventually(WAIT, "a recall per conversation", || async {
+        let recalls: Vec<RecallPerformed> = c
+            .app
+            .store
+            .read_stream(&persona_stream("kuro"), 0)
+            .await
+            .ok()?
+            .iter()
+            .filter(|e| e.event_type == RecallPerformed::EVENT_TYPE)
+            .map(|e| e.decode().unwrap())
+            .collect();
+        (recalls.len() >= 3).then_some(recalls)
+    })
+    .await;
     let of = |session: &str| {
         recalls
             .iter()

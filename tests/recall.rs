@@ -1,5 +1,6 @@
 //! Recall end to end (issue 12): a memory the write plan stored in one session is recalled
-//! in a later one and reaches the reply prompt; the selection carries the persona; two
+//! in a later one and reaches the reply prompt (and a reply that starts copying it is asked
+//! again without it); the selection carries the persona; two
 //! personas with different interest states rank the same candidates differently.
 
 mod support;
@@ -173,6 +174,31 @@ async fn a_memory_from_one_session_is_recalled_in_a_later_one() {
         .await
         .0,
         404
+    );
+
+    // A model that begins its reply by copying the MEMORY block (SmolLM2 did, in the live
+    // conversation) is asked once more without the blocks: the person gets a reply, and the
+    // memories never come out as the persona's words.
+    let asked = app.persona_requests().len();
+    app.reply(Script::reply(
+        "<<<MEMORY abcdefghijklmnop\n- (fact) マスターはピーマンが大好きだ",
+    ));
+    app.reply(Script::reply("ピーマンのことなら覚えていますよ。"));
+    let events = app.chat("recall-c", "ピーマンの話、覚えてる？").await;
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done", "{events:#?}");
+    assert_eq!(
+        done.data["reply_text"],
+        "ピーマンのことなら覚えていますよ。"
+    );
+    let requests = app.persona_requests();
+    assert_eq!(requests.len(), asked + 2, "one ask again, no more");
+    let first = requests[asked].last_user_text().unwrap();
+    let again = requests[asked + 1].last_user_text().unwrap();
+    assert!(first.contains("<<<MEMORY"), "{first}");
+    assert!(
+        !again.contains("<<<") && again.contains("ピーマンの話、覚えてる？"),
+        "{again}"
     );
     app.cleanup().await;
 }

@@ -2,7 +2,9 @@
 //! Postgres and NATS: sources fused by rank, so an old fact a question matches outranks
 //! the recent small talk that only recency offers; at most twelve candidates reach the
 //! selection; a conversation's own older lines are recalled, the lines its reply already
-//! holds are not; a period the question names raises what was said then.
+//! holds are not; a period the question names raises what was said then; after a pause the
+//! history starts anew and what came before is recalled; the person's own words outrank the
+//! persona's reply to them.
 
 mod support;
 
@@ -165,5 +167,77 @@ async fn a_period_the_question_names_raises_what_was_said_then() {
     assert_eq!(recall.candidate_ids.first(), Some(&id), "{recall:#?}");
     let plan = &recall.plan;
     assert!(plan["period"]["start_ts"].is_i64(), "{plan}");
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_line_said_before_a_pause_is_recalled_and_left_out_of_the_history() {
+    let app = spawn(&[("GHOST_CLOCK__SIMULATED", "true")]).await;
+    let fact = "I keep my spare key under the blue flowerpot";
+    say(&app, "days", fact).await;
+    say(&app, "days", SMALL_TALK[0]).await;
+    // A day later, in the same conversation: a new sitting.
+    let r = app
+        .http
+        .post(format!("{}/api/clock/advance", app.base_url))
+        .bearer_auth(support::TOKEN)
+        .json(&serde_json::json!({"secs": 86_400}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let today = "good morning, I slept well";
+    say(&app, "days", today).await;
+    say(&app, "days", "where did I say the spare key is?").await;
+    let recall = last_recall(&app, "days").await;
+    let old = candidate_id(&app, "days", fact).await;
+    assert_eq!(recall.candidate_ids.first(), Some(&old), "{recall:#?}");
+    // The reply's history: this sitting's lines, not yesterday's.
+    let request = app.persona_requests().pop().expect("a reply request");
+    let messages = request.body["messages"].as_array().cloned().unwrap();
+    let (_, history) = messages.split_last().unwrap();
+    let said: Vec<&str> = history
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(said.contains(&today), "{said:#?}");
+    assert!(
+        !said.iter().any(|m| *m == fact || *m == SMALL_TALK[0]),
+        "yesterday's lines in the history: {said:#?}"
+    );
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn the_persons_own_words_outrank_the_personas_reply_to_them() {
+    let app = spawn(&[]).await;
+    let fact = "My brother Tom lives in Nagoya now";
+    // The persona's reply shares more of the later question's words than the fact does.
+    app.reply(Script::reply(
+        "Which city does your brother live in these days? Nagoya! Your brother must like that city.",
+    ));
+    let events = app.chat("told", fact).await;
+    assert_eq!(events.last().unwrap().event, "done", "{events:?}");
+    for (i, line) in SMALL_TALK.iter().enumerate() {
+        say(&app, "talk", &format!("{line} ({i})")).await;
+    }
+    say(
+        &app,
+        "ask",
+        "which city does my brother live in these days?",
+    )
+    .await;
+    let recall = last_recall(&app, "ask").await;
+    let told = candidate_id(&app, "told", fact).await;
+    let reply = app
+        .session_events("told")
+        .await
+        .into_iter()
+        .find(|e| e.is::<ghost_shared::events::AssistantReplied>())
+        .map(|e| format!("event:{}", e.event_id))
+        .expect("the reply");
+    let rank = |id: &String| recall.candidate_ids.iter().position(|c| c == id);
+    assert_eq!(rank(&told), Some(0), "{recall:#?}");
+    assert!(rank(&reply).is_none_or(|r| r > 0), "{recall:#?}");
     app.cleanup().await;
 }

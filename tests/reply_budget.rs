@@ -1,6 +1,7 @@
 //! A reply that has started is a reply (issue 45 item 2): it is bounded by its token budget
 //! and by the silence between chunks, never cut into an `llm_timeout` for its length; a
-//! repetition loop ends it with one copy kept; a stream that breaks off after text keeps
+//! repetition loop ends it with one copy kept, the start of a copied prompt block ends it
+//! before the block; a stream that breaks off after text keeps
 //! what was shown. Over the real Postgres and NATS, the fake model honouring `max_tokens`.
 
 mod support;
@@ -76,6 +77,35 @@ async fn a_reply_caught_in_a_loop_is_cut_to_one_copy() {
     let reply = stored_reply(&app, "loop").await;
     assert_eq!(reply.text, kept);
     assert_eq!(reply.cut.as_deref(), Some("repetition"));
+    app.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_reply_that_starts_copying_its_prompts_memory_block_ends_before_it() {
+    let app = TestApp::spawn(&[]).await;
+    // SmolLM2 did this in the live conversation: it answered, then wrote the fenced block it
+    // had read, memories and all, as its own words.
+    app.reply(Script::chunks(vec![
+        "You live in Kyoto now.",
+        "\n\n<",
+        "<<MEMORY qwertyuiopasdfgh\n- ",
+        "Alice: my sister lives in Osaka",
+    ]));
+    let events = app.chat("echo", "where do I live?").await;
+    let done = events.last().unwrap();
+    assert_eq!(done.event, "done", "{events:#?}");
+    let kept = "You live in Kyoto now.";
+    assert_eq!(done.data["reply_text"], kept);
+    let streamed: String = events
+        .iter()
+        .filter(|e| e.event == "token")
+        .map(|e| e.data["delta"].as_str().unwrap_or_default())
+        .collect();
+    assert!(!streamed.contains("<<<"), "{streamed:?}");
+    assert!(!streamed.contains("Osaka"), "{streamed:?}");
+    let reply = stored_reply(&app, "echo").await;
+    assert_eq!(reply.text, kept);
+    assert_eq!(reply.cut.as_deref(), Some("echoed_data"));
     app.cleanup().await;
 }
 

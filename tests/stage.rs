@@ -667,6 +667,9 @@ async fn a_character_recalls_the_stage_runs_it_spoke_in() {
     let app = spawn(&[
         ("GHOST_STAGE__AUTO_LOOPS", "1"),
         ("GHOST_MEMORY__RECALL_ENABLED", "true"),
+        // Which runs are recalled is the point, not how fast: under CI's load the history
+        // source once took over the shipped 250 ms and was skipped.
+        ("GHOST_MEMORY__RECALL_SOURCE_TIMEOUT_MS", "10000"),
     ])
     .await;
     let run =

@@ -2,7 +2,8 @@
 //! line since the user message the summary was made at, so each exchange is in one or the
 //! other. The summary is refreshed every `routing.summarize_after_turns` user messages and
 //! covers the session up to and including the message it was made at; the window starts
-//! there (one message of overlap, never a gap).
+//! there (one message of overlap, never a gap). After a pause ([`sitting_start`]) the
+//! window starts anew: older lines reach the prompt through the summary and recall.
 
 /// How many of the user messages before the current one a prompt's history reaches back to:
 /// with a summary made at user message `summary_turns`, those from it on; without one, all.
@@ -67,6 +68,30 @@ pub fn window_start(
     start.saturating_sub(min_lines).min(by_count).max(floor)
 }
 
+/// The index of the first line after the conversation's last pause: the first line said
+/// after a silence of at least `pause_secs` (between two lines, or between the last line
+/// and the message answered, `message_at`), 0 when there was none. `at` is each line's
+/// time (seconds, oldest first).
+///
+/// A person back after hours or days starts a new sitting: what was said before reaches
+/// the prompt through the summary and recall, where it is offered as memory, not as the
+/// exchange in front of the persona (issue 45: days-old lines filled the window, so recall
+/// offered nothing and every prompt carried them). `pause_secs` 0 keeps every line.
+pub fn sitting_start(at: &[f64], message_at: f64, pause_secs: u64) -> usize {
+    if pause_secs == 0 {
+        return 0;
+    }
+    let pause = pause_secs as f64;
+    let mut next = message_at;
+    for (i, t) in at.iter().enumerate().rev() {
+        if next - t >= pause {
+            return i + 1;
+        }
+        next = *t;
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +147,24 @@ mod tests {
         assert_eq!(user_messages_since_summary(20, Some(20)), 0);
         let lines = exchanges(19);
         assert_eq!(window_start(&lines, Some(0), 6, 200), 38 - 6);
+    }
+
+    #[test]
+    fn a_pause_starts_a_new_sitting() {
+        let hour = 3600.0;
+        // Day one: three lines a minute apart; day two: two lines, then the message.
+        let at = [0.0, 60.0, 120.0, 24.0 * hour, 24.0 * hour + 60.0];
+        assert_eq!(sitting_start(&at, 24.0 * hour + 120.0, 3 * 3600), 3);
+        // The message itself after a pause: no line is in the sitting.
+        assert_eq!(sitting_start(&at, 30.0 * hour, 3 * 3600), 5);
+        // No pause that long: every line.
+        assert_eq!(sitting_start(&at, 24.0 * hour + 120.0, 30 * 3600), 0);
+        assert_eq!(
+            sitting_start(&at, 24.0 * hour + 120.0, 0),
+            0,
+            "0 keeps every line"
+        );
+        assert_eq!(sitting_start(&[], 5.0, 60), 0);
     }
 
     #[test]

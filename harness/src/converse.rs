@@ -50,6 +50,18 @@ pub struct ConverseArgs {
     /// summaries) to finish before counting the contracts' answers.
     #[arg(long)]
     pub drain: bool,
+    /// A `GHOST_*` variable set on top of the shipped configuration, for an experiment
+    /// (`KEY=VALUE`, repeatable): the report lists it, and its figures are not the shipped
+    /// configuration's.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Days do not wait for their background work (the CI test: on a loaded machine one
+    /// write plan takes minutes); write plans and states then land when the model is free.
+    #[arg(long)]
+    pub no_rest: bool,
+    /// Keep the run's database afterwards (its name is printed), to read what happened.
+    #[arg(long)]
+    pub keep: bool,
     /// Seconds without any progress (no event stored, no model answer) before a turn fails.
     #[arg(long, default_value_t = 300)]
     pub stall_secs: u64,
@@ -79,6 +91,7 @@ pub async fn converse(args: &ConverseArgs) -> Result<Report> {
         recorder_url: &recorder_url,
         line_url: &line.base_url(),
         threads: args.threads,
+        set: &args.set,
     })
     .await?;
     println!("config/ghost.yaml with these overrides:");
@@ -86,7 +99,10 @@ pub async fn converse(args: &ConverseArgs) -> Result<Report> {
         println!("  {}={}  ({})", o.key, o.value, o.why);
     }
     let result = talk(&shipped, &script, recorder, line, args).await;
-    shipped.cleanup().await;
+    match args.keep {
+        true => println!("kept: database {}", shipped.database()),
+        false => shipped.cleanup().await,
+    }
     result
 }
 
@@ -109,9 +125,24 @@ async fn talk(
         http: reqwest::Client::new(),
     };
     let mut sent = Vec::new();
+    let mut rests = Vec::new();
     let mut day = script.days().0;
+    let (bus, store) = (stack.ctx.bus(), stack.ctx.store());
+    let stream = shipped.config.ghost.bus.stream_name.as_str();
     let result = async {
         for (i, turn) in script.turns.iter().enumerate() {
+            if turn.said.day > day && !args.no_rest {
+                // A day passing is hours of a person's time: the background work of the day
+                // (write plans, reflections, summaries) finishes before the next day starts,
+                // as it would between a person's days, however long it takes here.
+                let started = std::time::Instant::now();
+                drain(&driver, bus, store, stream).await?;
+                rests.push(started.elapsed().as_secs_f64());
+                eprintln!(
+                    "day {day} rested: background work done after {:.1} s",
+                    rests.last().unwrap_or(&0.0)
+                );
+            }
             if turn.said.day > day {
                 driver.advance_days(turn.said.day - day).await?;
                 day = turn.said.day;
@@ -133,13 +164,7 @@ async fn talk(
             sent.push(s);
         }
         if args.drain {
-            let (bus, store) = (stack.ctx.bus(), stack.ctx.store());
-            let stream = &shipped.config.ghost.bus.stream_name;
-            driver
-                .until("the background work", || async {
-                    Ok(pipeline_idle(bus, store, stream).await.then_some(()))
-                })
-                .await?;
+            drain(&driver, bus, store, stream).await?;
         }
         let exchanges = recorder.exchanges();
         report::build(
@@ -149,6 +174,7 @@ async fn talk(
             &exchanges,
             shipped.overrides.clone(),
             args.short,
+            rests,
         )
         .await
     }
@@ -156,4 +182,18 @@ async fn talk(
     stack.abort();
     stack.relay.abort();
     result
+}
+
+/// Waits until nothing is in flight (the background work done).
+async fn drain(
+    driver: &Driver,
+    bus: &ghost_shared::bus::Bus,
+    store: &ghost_shared::store::EventStore,
+    stream: &str,
+) -> Result<()> {
+    driver
+        .until("the background work", || async {
+            Ok(pipeline_idle(bus, store, stream).await.then_some(()))
+        })
+        .await
 }

@@ -8,6 +8,7 @@
 //! - [`refusal`]: endpoints that refuse structured output, noted per role;
 //! - [`fence`](Fence): data in a prompt behind a per-prompt random boundary;
 //! - [`repetition`]: where a reply starts repeating itself (a small model's loop);
+//! - `echo`: where a reply starts copying its prompt's fenced data ([`FenceEchoGuard`]);
 //! - [`transcript`]: who said what, as JSON, so no utterance can speak for another;
 //! - `write`: a free-text answer streamed to its end, cut at a loop ([`Written`]);
 //! - [`contracts`]: the shapes of every model answer Ghost parses, as JSON Schemas.
@@ -21,6 +22,7 @@ mod config;
 mod contract;
 pub mod contracts;
 mod decode;
+mod echo;
 mod error;
 pub mod fence;
 mod image;
@@ -34,6 +36,7 @@ mod write;
 pub use client::{LlmClient, TokenStream};
 pub use config::{GenerationOptions, LlmRoleConfig, Provider, DEFAULT_MAX_RESPONSE_BYTES};
 pub use contract::{Call, Contract, Urgency, PRIORITY_HEADER};
+pub use echo::FenceEchoGuard;
 pub use error::LlmError;
 pub use fence::Fence;
 pub use message::{ChatMessage, ContentPart, FileImage, ImagePart, ImageSource, Role};

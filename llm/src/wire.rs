@@ -120,6 +120,11 @@ pub(crate) fn openai_body(
     body.insert("model".into(), model.into());
     body.insert("messages".into(), Value::Array(msgs));
     body.insert("stream".into(), stream.into());
+    if stream {
+        // The token counts of a streamed reply come in a last chunk only when asked for
+        // (what a benchmark reads to see how much of a prompt a server's cache held).
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
     if let Some(t) = opts.temperature {
         body.insert("temperature".into(), t.into());
     }
@@ -385,8 +390,10 @@ mod tests {
         );
         assert_eq!(b["max_tokens"], 42);
         assert_eq!(b["seed"], 7);
+        assert_eq!(b["stream_options"]["include_usage"], true);
         let bare = openai_body("m", &msgs(), &GenerationOptions::default(), false);
         assert!(bare.get("temperature").is_none());
+        assert!(bare.get("stream_options").is_none());
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! A free-text answer nobody watches arrive (a stage line, an autonomy message): streamed,
 //! so the time bounds are those of a stream (the first token, then the gap between chunks),
-//! and ended at a repetition loop with one copy kept. Text already written is the answer
+//! and ended at a repetition loop with one copy kept, or where it starts copying a fenced
+//! block of its prompt ([`FenceEchoGuard`]). Text already written is the answer
 //! even when the stream breaks off later: it was complete up to there.
 
 use futures::StreamExt;
 
 use super::repetition::RepetitionGuard;
-use super::{Call, ChatMessage, LlmClient, LlmError};
+use super::{Call, ChatMessage, FenceEchoGuard, LlmClient, LlmError};
 
 /// How a written answer ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,8 @@ pub enum Ending {
     Complete,
     /// It started repeating itself: the extra copies were cut.
     Repetition,
+    /// It started writing a fenced block of its prompt: cut before it.
+    EchoedData,
     /// The stream broke off (this error) after some text.
     Interrupted(String),
 }
@@ -38,10 +41,19 @@ impl LlmClient {
     ) -> Result<Written, LlmError> {
         let mut stream = self.stream(messages, call).await?;
         let mut guard = RepetitionGuard::default();
+        let mut echo = FenceEchoGuard::default();
         while let Some(delta) = stream.next().await {
             match delta {
                 Ok(delta) => {
-                    if guard.push(&delta) {
+                    let shown = echo.push(&delta);
+                    if echo.stopped() {
+                        guard.push(&shown);
+                        return Ok(Written {
+                            text: guard.kept().trim().to_owned(),
+                            ending: Ending::EchoedData,
+                        });
+                    }
+                    if guard.push(&shown) {
                         return Ok(Written {
                             text: guard.kept().trim().to_owned(),
                             ending: Ending::Repetition,
@@ -57,6 +69,7 @@ impl LlmClient {
                 }
             }
         }
+        guard.push(&echo.finish());
         Ok(Written {
             text: guard.kept().trim().to_owned(),
             ending: Ending::Complete,

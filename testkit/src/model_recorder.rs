@@ -23,6 +23,10 @@ pub struct Exchange {
     pub status: u16,
     /// The answer's text (a stream's deltas joined).
     pub text: String,
+    /// Milliseconds from the request to the answer's end.
+    pub elapsed_ms: f64,
+    /// The answer's `usage` (`prompt_tokens`, `completion_tokens`), when it had one.
+    pub usage: Option<Value>,
 }
 
 impl Exchange {
@@ -88,6 +92,7 @@ async fn forward(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let started = std::time::Instant::now();
     let url = format!("{}{}", rec.upstream, uri);
     let mut req = rec.http.request(method, &url).body(body.clone());
     for name in ["content-type", "x-ghost-priority", "authorization"] {
@@ -114,11 +119,13 @@ async fn forward(
             .map(str::to_owned),
         status,
         text: String::new(),
+        elapsed_ms: 0.0,
+        usage: None,
     };
     let state = (
         resp.bytes_stream(),
         Vec::new(),
-        Some((pending, rec.seen.clone())),
+        Some((pending, rec.seen.clone(), started)),
     );
     let body = futures::stream::unfold(state, |(mut upstream, mut raw, mut done)| async move {
         match upstream.next().await {
@@ -127,8 +134,10 @@ async fn forward(
                 Some((Ok::<Bytes, std::io::Error>(chunk), (upstream, raw, done)))
             }
             _ => {
-                if let Some((mut exchange, seen)) = done.take() {
+                if let Some((mut exchange, seen, started)) = done.take() {
                     exchange.text = answer_text(&raw);
+                    exchange.usage = answer_usage(&raw);
+                    exchange.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
                     seen.lock().unwrap().push(exchange);
                 }
                 None
@@ -140,6 +149,19 @@ async fn forward(
         builder = builder.header("content-type", ct);
     }
     builder.body(Body::from_stream(body)).unwrap()
+}
+
+/// The `usage` of a completion, or of a stream's usage chunk.
+fn answer_usage(raw: &[u8]) -> Option<Value> {
+    if let Ok(v) = serde_json::from_slice::<Value>(raw) {
+        return v.get("usage").filter(|u| !u.is_null()).cloned();
+    }
+    String::from_utf8_lossy(raw)
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find_map(|v| v.get("usage").filter(|u| !u.is_null()).cloned())
 }
 
 /// The text of a completion: `choices[0].message.content`, or an SSE stream's deltas.

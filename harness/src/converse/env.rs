@@ -46,6 +46,8 @@ pub struct Wiring<'a> {
     pub line_url: &'a str,
     /// The model's threads, when not the shipped value.
     pub threads: Option<u32>,
+    /// `KEY=VALUE` overrides asked for (`--set`).
+    pub set: &'a [String],
 }
 
 impl Shipped {
@@ -78,6 +80,11 @@ impl Shipped {
             admin_url,
             database,
         })
+    }
+
+    /// The run's database.
+    pub fn database(&self) -> &str {
+        &self.database
     }
 
     /// Removes the stream and the database (best effort).
@@ -174,6 +181,12 @@ fn overrides(wiring: &Wiring<'_>, id: &str, db_url: &str, token: &str) -> Vec<Ov
         "160".into(),
         local,
     );
+    set("GHOST_MEMORY__RECALL_MAX_CANDIDATES", "6".into(), local);
+    set(
+        "GHOST_MEMORY__RECALL_SELECTION_TIMEOUT_MS",
+        "30000".into(),
+        local,
+    );
     set(
         "GHOST_API_TOKEN",
         token.to_owned(),
@@ -198,5 +211,56 @@ fn overrides(wiring: &Wiring<'_>, id: &str, db_url: &str, token: &str) -> Vec<Ov
         "true".into(),
         "days pass through POST /api/clock/advance",
     );
+    for pair in wiring.set {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        set(
+            key,
+            value.to_owned(),
+            "asked for (--set): NOT the shipped configuration",
+        );
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every default `deploy/run-local.sh` exports for the embedded model
+    /// (`export GHOST_X=${GHOST_X:-value}`) is one of the run's overrides, with that value:
+    /// the run is the install a newcomer gets, not a copy that drifted from it.
+    #[test]
+    fn the_run_sets_what_run_local_sets_for_the_embedded_model() {
+        let script = std::fs::read_to_string(repo_config_dir().join("../deploy/run-local.sh"))
+            .expect("deploy/run-local.sh");
+        let set = [];
+        let wiring = Wiring {
+            model_port: 1,
+            recorder_url: "http://127.0.0.1:2/v1",
+            line_url: "http://127.0.0.1:3",
+            threads: None,
+            set: &set,
+        };
+        let overrides = overrides(&wiring, "x", "postgres://x/y", "t");
+        let mut checked = 0;
+        for line in script.lines().map(str::trim) {
+            let Some(rest) = line.strip_prefix("export GHOST_") else {
+                continue;
+            };
+            let Some((key, value)) = rest.split_once("=${") else {
+                continue;
+            };
+            let Some(default) = value.split_once(":-").map(|(_, d)| d.trim_end_matches('}')) else {
+                continue;
+            };
+            let key = format!("GHOST_{key}");
+            let ours = overrides.iter().find(|o| o.key == key);
+            assert_eq!(ours.map(|o| o.value.as_str()), Some(default), "{key}");
+            checked += 1;
+        }
+        assert!(
+            checked >= 4,
+            "only {checked} defaults found in run-local.sh"
+        );
+    }
 }

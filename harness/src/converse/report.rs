@@ -3,8 +3,10 @@
 //! metrics (answers accepted): printed as Markdown, written as JSON with `--json`.
 //!
 //! Recall is scored on the fact's own message: its `UserMessageReceived` among the first 5
-//! and the first 12 candidates of the question's `RecallPerformed` (`event:<id>`); for a
-//! corrected fact, the correcting message must rank above the original. A candidate is
+//! and the first 12 candidates of the question's `RecallPerformed`, as the line itself
+//! (`event:<id>`) or as a state a write plan made from it (`state:<id>` whose evidence
+//! names the message); for a corrected fact, the correcting message must rank above the
+//! original. A candidate is
 //! another person's when it is someone else's words, the persona's words in a conversation
 //! someone else spoke in, or a state about someone else.
 
@@ -49,6 +51,17 @@ pub struct Report {
     pub facts: Vec<FactRow>,
     /// Each turn.
     pub turns: Vec<TurnRow>,
+    /// Model calls that were answered, per contract (`trailer`: the replies): how long they
+    /// took and how many tokens they read and wrote (medians).
+    pub calls: BTreeMap<String, CallTimes>,
+    /// Structured answers that broke their contract, as the store recorded them
+    /// (`WritePlanRejected`, `ModelAnswerRejected`): the contract and its first reason.
+    pub rejections: Vec<(String, String)>,
+    /// Write plans applied (utterances with an `EventAnnotated`) and rejected.
+    pub write_plans: (usize, usize),
+    /// Seconds each day's end waited for the day's background work (write plans,
+    /// reflections, summaries) before the clock moved on.
+    pub day_rests_secs: Vec<f64>,
 }
 
 /// How the replies ended.
@@ -93,6 +106,54 @@ impl Quantiles {
             p99_ms: q(0.99),
         }
     }
+}
+
+/// One contract's answered calls.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CallTimes {
+    /// From request to the answer's end.
+    pub elapsed: Quantiles,
+    /// Median prompt tokens.
+    pub prompt_tokens_p50: Option<f64>,
+    /// Median completion tokens.
+    pub completion_tokens_p50: Option<f64>,
+    /// Median prompt tokens the model server's cache already held (the embedded model
+    /// reports them; None from a server that does not).
+    pub cached_tokens_p50: Option<f64>,
+}
+
+fn call_times(exchanges: &[Exchange]) -> BTreeMap<String, CallTimes> {
+    // Per contract: milliseconds, prompt tokens, completion tokens, cached prompt tokens.
+    type Samples = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut per: BTreeMap<String, Samples> = BTreeMap::new();
+    for x in exchanges {
+        let Some(name) = x.contract() else { continue };
+        let e = per.entry(name).or_default();
+        e.0.push(x.elapsed_ms);
+        let tokens = |k: &str| x.usage.as_ref().and_then(|u| u[k].as_f64());
+        e.1.extend(tokens("prompt_tokens"));
+        e.2.extend(tokens("completion_tokens"));
+        e.3.extend(
+            x.usage
+                .as_ref()
+                .and_then(|u| u["prompt_tokens_details"]["cached_tokens"].as_f64()),
+        );
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    per.into_iter()
+        .map(|(name, (ms, prompt, completion, cached))| {
+            let times = CallTimes {
+                elapsed: Quantiles::of(&ms),
+                prompt_tokens_p50: median(prompt),
+                completion_tokens_p50: median(completion),
+                cached_tokens_p50: median(cached),
+            };
+            (name, times)
+        })
+        .collect()
 }
 
 /// One contract's answers.
@@ -211,6 +272,8 @@ pub struct TurnRow {
 /// A `RecallPerformed`'s parts the report reads.
 struct Recall {
     candidates: Vec<String>,
+    /// Per candidate, the messages it carries: the line itself, or a state's evidence.
+    carries: Vec<Vec<Uuid>>,
     counts: BTreeMap<String, usize>,
     timings: BTreeMap<String, f64>,
     skipped: BTreeMap<String, String>,
@@ -224,6 +287,7 @@ pub async fn build(
     exchanges: &[Exchange],
     overrides: Vec<Override>,
     short: bool,
+    day_rests_secs: Vec<f64>,
 ) -> Result<Report> {
     let mut recalls = BTreeMap::new();
     for s in sent {
@@ -288,7 +352,42 @@ pub async fn build(
                 sent: s.clone(),
             })
             .collect(),
+        calls: call_times(exchanges),
+        rejections: rejections(pool).await?,
+        write_plans: write_plans(pool).await?,
+        day_rests_secs,
     })
+}
+
+async fn rejections(pool: &PgPool) -> Result<Vec<(String, String)>> {
+    let rows: Vec<(String, Value)> = sqlx::query_as(
+        "SELECT event_type, payload FROM events \
+         WHERE event_type IN ('WritePlanRejected', 'ModelAnswerRejected') ORDER BY position",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(kind, p)| {
+            let contract = p["contract"].as_str().unwrap_or("write_plan").to_owned();
+            let reasons = p.get("errors").or(p.get("reasons"));
+            let first = reasons
+                .and_then(|r| r.get(0))
+                .and_then(Value::as_str)
+                .unwrap_or(&kind);
+            (contract, first.chars().take(160).collect())
+        })
+        .collect())
+}
+
+async fn write_plans(pool: &PgPool) -> Result<(usize, usize)> {
+    let (applied, rejected): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE event_type = 'EventAnnotated'), \
+                count(*) FILTER (WHERE event_type = 'WritePlanRejected') FROM events",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok((applied as usize, rejected as usize))
 }
 
 fn replies(sent: &[Sent]) -> Replies {
@@ -353,11 +452,20 @@ fn facts(
             }
             let recall = recalls.get(&s.user_event);
             let rank_of = |e: Option<Uuid>| {
-                let id = format!("event:{}", e?);
-                recall?.candidates.iter().position(|c| *c == id)
+                let e = e?;
+                recall?.carries.iter().position(|c| c.contains(&e))
+            };
+            // The old form: a candidate with the first message and not its correction (a
+            // state revised by the correction names both, and is the newest form).
+            let old_rank = |c: Uuid| {
+                let e = evidence?;
+                recall?
+                    .carries
+                    .iter()
+                    .position(|m| m.contains(&e) && !m.contains(&c))
             };
             let (newest, old) = match correction {
-                Some(c) => (rank_of(Some(c)), rank_of(evidence)),
+                Some(c) => (rank_of(Some(c)), old_rank(c)),
                 None => (rank_of(evidence), None),
             };
             let newest_first = correction.map(|_| match (newest, old) {
@@ -444,12 +552,39 @@ async fn recall_of(pool: &PgPool, user_event: Uuid) -> Result<Option<Recall>> {
     .bind(user_event.to_string())
     .fetch_optional(pool)
     .await?;
-    Ok(payload.map(|p| Recall {
-        candidates: serde_json::from_value(p["candidate_ids"].clone()).unwrap_or_default(),
+    let Some(p) = payload else {
+        return Ok(None);
+    };
+    let candidates: Vec<String> =
+        serde_json::from_value(p["candidate_ids"].clone()).unwrap_or_default();
+    let mut carries = Vec::with_capacity(candidates.len());
+    for c in &candidates {
+        carries.push(carried_by(pool, c).await?);
+    }
+    Ok(Some(Recall {
+        candidates,
+        carries,
         counts: serde_json::from_value(p["candidate_counts"].clone()).unwrap_or_default(),
         timings: serde_json::from_value(p["timings_ms"].clone()).unwrap_or_default(),
         skipped: serde_json::from_value(p["skipped_sources"].clone()).unwrap_or_default(),
     }))
+}
+
+/// The messages a candidate carries: an utterance itself, or a state's evidence (its
+/// current revision: a state revised by a correction names both messages).
+async fn carried_by(pool: &PgPool, candidate: &str) -> Result<Vec<Uuid>> {
+    if let Some(id) = candidate.strip_prefix("event:") {
+        return Ok(id.parse().into_iter().collect());
+    }
+    let Some(Ok(id)) = candidate.strip_prefix("state:").map(str::parse::<Uuid>) else {
+        return Ok(Vec::new());
+    };
+    let evidence: Option<Vec<Uuid>> =
+        sqlx::query_scalar("SELECT evidence_event_ids FROM memory_states WHERE state_id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(evidence.unwrap_or_default())
 }
 
 /// The candidate's text when it is not `asker`'s to recall.
@@ -532,6 +667,20 @@ pub fn markdown(r: &Report) -> String {
             q.n
         );
     }
+    let _ = writeln!(
+        out,
+        "| write plans applied / rejected | {} / {} |",
+        r.write_plans.0, r.write_plans.1
+    );
+    for (contract, why) in &r.rejections {
+        let _ = writeln!(out, "| rejected {contract} | {} |", why.replace('|', "/"));
+    }
+    let rests: Vec<String> = r.day_rests_secs.iter().map(|s| format!("{s:.0}")).collect();
+    let _ = writeln!(
+        out,
+        "| background work waited for at each day's end (s) | {} |",
+        rests.join(", ")
+    );
     let s = &r.recall;
     for lang in s.questions.keys() {
         let n = s.questions[lang];
@@ -577,6 +726,23 @@ pub fn markdown(r: &Report) -> String {
             out,
             "| {} | {} | {} | {} |",
             c.name, c.calls, c.schema_valid, c.accepted
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| model call (`trailer`: a reply) | answered | time p50 / p95 | prompt (cached) / completion tokens p50 |\n|---|---|---|---|"
+    );
+    for (name, c) in &r.calls {
+        let tokens = |t: Option<f64>| t.map_or("-".to_owned(), |t| format!("{t:.0}"));
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} / {} | {} ({}) / {} |",
+            c.elapsed.n,
+            ms(c.elapsed.p50_ms),
+            ms(c.elapsed.p95_ms),
+            tokens(c.prompt_tokens_p50),
+            tokens(c.cached_tokens_p50),
+            tokens(c.completion_tokens_p50)
         );
     }
     let _ = writeln!(

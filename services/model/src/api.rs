@@ -290,11 +290,21 @@ impl Completion {
     }
 }
 
+/// OpenAI's usage object, with its `prompt_tokens_details.cached_tokens` (the prompt's
+/// tokens a sequence already held) and llama.cpp server's `timings`: what a benchmark needs
+/// to tell a prompt read again from one the cache served.
 fn usage_json(usage: &Usage) -> Value {
     json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "prompt_tokens_details": {
+            "cached_tokens": usage.prompt_tokens.saturating_sub(usage.prompt_decoded),
+        },
+        "timings": {
+            "prompt_ms": usage.prompt_secs * 1e3,
+            "predicted_ms": usage.generation_secs * 1e3,
+        },
     })
 }
 
@@ -391,5 +401,21 @@ mod tests {
         }
         let e = parse_request(b"{not json", "m").unwrap_err();
         assert_eq!(e.code, "invalid_json");
+    }
+
+    #[test]
+    fn usage_says_how_much_of_the_prompt_the_cache_served() {
+        let usage = Usage {
+            prompt_tokens: 900,
+            prompt_decoded: 40,
+            completion_tokens: 12,
+            prompt_secs: 0.5,
+            generation_secs: 1.25,
+        };
+        let u = usage_json(&usage);
+        assert_eq!(u["prompt_tokens_details"]["cached_tokens"], 860);
+        assert_eq!(u["total_tokens"], 912);
+        assert_eq!(u["timings"]["prompt_ms"], 500.0);
+        assert_eq!(u["timings"]["predicted_ms"], 1250.0);
     }
 }

@@ -206,6 +206,10 @@ pub struct PersonaSettings {
     pub prompt_file: PathBuf,
     /// How many earlier turns of the session the prompt includes.
     pub history_turns: usize,
+    /// A silence this long (seconds) ends a sitting: a prompt's history holds only the lines
+    /// after the last such pause, the older ones reaching it through the summary and recall.
+    /// 0 = never.
+    pub history_pause_secs: u64,
     /// The line after which the model writes its affect JSON (never shown to users).
     pub affect_marker: String,
     /// The instruction asking for the affect trailer (relative to the repository root).
@@ -225,6 +229,7 @@ impl Default for PersonaSettings {
             character: "kuro".into(),
             prompt_file: PathBuf::from("prompts/persona.md"),
             history_turns: 12,
+            history_pause_secs: 3 * 3600,
             affect_marker: crate::affect::DEFAULT_TRAILER_MARKER.into(),
             affect_prompt_file: PathBuf::from("prompts/affect_trailer.md"),
             proposal_prompt_file: PathBuf::from("prompts/persona_proposal.md"),

@@ -8,8 +8,8 @@
 //! - `worker`: the thread: loads the model, creates the context, runs the schedule.
 //!
 //! Why several sequences in one context: the calls of one user turn (route decision,
-//! recall selection, reply: interactive, one sequence each, chosen by the longest shared
-//! prefix) and the background calls (write plans, reflection: their own sequence) have
+//! recall selection, reply: interactive, one sequence each, chosen by what it costs: see
+//! `worker`) and the background calls (write plans, reflection: their own sequence) have
 //! different prompts; each sequence keeps its own prefix in the KV cache, so neither a
 //! background call nor the turn's other calls evict the persona's system prompt, and a
 //! background reply paused for an interactive one resumes where it stopped without
@@ -241,6 +241,39 @@ impl Drop for Closer {
     }
 }
 
+/// Inference threads still running in this process.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one inference thread while it lives.
+struct Alive;
+
+impl Alive {
+    fn new() -> Self {
+        RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Alive
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Waits, at most `limit`, until every inference thread of this process has ended (each
+/// ends at its next step once its handles are gone); whether they all did. A process calls
+/// it before it exits: exiting while a thread decodes can crash in llama.cpp's teardown.
+pub fn wait_stopped(limit: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while RUNNING.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
 /// Handle to the inference thread; cheap to clone. The thread ends when every handle is gone.
 #[derive(Clone, Debug)]
 pub struct Engine {
@@ -260,9 +293,13 @@ impl Engine {
         let (ready_tx, ready_rx) = oneshot::channel();
         let path = config.path.clone();
         let thread_scheduler = scheduler.clone();
+        let alive = Alive::new();
         std::thread::Builder::new()
             .name("ghost-model".into())
-            .spawn(move || worker::run(config, thread_scheduler, ready_tx))
+            .spawn(move || {
+                let _alive = alive;
+                worker::run(config, thread_scheduler, ready_tx)
+            })
             .map_err(|e| EngineError::Load {
                 path: path.clone(),
                 reason: e.to_string(),

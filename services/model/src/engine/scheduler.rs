@@ -167,6 +167,12 @@ impl Scheduler {
         !lock(&self.queues).interactive.is_empty()
     }
 
+    /// Whether [`Scheduler::close`] was called: every handle is gone, so no one waits for
+    /// a reply in progress either.
+    pub(super) fn is_closed(&self) -> bool {
+        lock(&self.queues).closed
+    }
+
     /// No more requests: the worker ends once the queues are empty.
     pub(super) fn close(&self) {
         lock(&self.queues).closed = true;

@@ -8,10 +8,11 @@
 //! keeps the tokens of its last prompt and reply: a request sharing a prefix with them (the
 //! same system prompt, the same conversation one turn later) decodes only what is new.
 //!
-//! Why several interactive sequences: one user turn asks for a route decision, a recall
-//! selection and the reply, each with its own system prompt. In one sequence each would
-//! evict the one before, and the reply would decode its whole prompt every turn; with one
-//! sequence each (chosen by the longest shared prefix), each decodes only what is new.
+//! Why several interactive sequences: one user turn asks for a route decision (the
+//! classifier, or Kuro's delegation on LINE), a recall selection and the reply, each with its
+//! own system prompt, and the stage and autonomy messages have theirs. In one sequence each
+//! would evict the one before, and the reply would decode its whole prompt every turn; with
+//! one sequence each (chosen by what it costs: `slot_cost`), each decodes only what is new.
 
 use std::num::NonZeroU32;
 use std::sync::{Arc, OnceLock};
@@ -32,14 +33,36 @@ use crate::grammar::Constraint;
 use crate::metrics;
 
 /// Sequences interactive requests choose from (by the longest shared prefix).
-pub const INTERACTIVE_SLOTS: usize = 3;
+pub const INTERACTIVE_SLOTS: usize = 5;
 /// Sequences of the context: the interactive ones, then the background one.
 const SEQUENCES: u32 = INTERACTIVE_SLOTS as u32 + 1;
 /// The background sequence.
 const BACKGROUND_SEQ: usize = INTERACTIVE_SLOTS;
-/// A shared prefix shorter than this is no reason to take a slot: the least recently
-/// used one is taken instead (a chat template's first tokens are shared by every prompt).
-const MIN_SHARED_PREFIX: usize = 16;
+
+/// A shared prefix this long says a slot holds the same kind of call (a system prompt is
+/// hundreds of tokens; the chat template's header and "You are クロ (internal id: kuro)",
+/// which the reply's and the recall selection's prompts both begin with, are some twenty).
+const SAME_KIND_PREFIX: usize = 64;
+
+/// What taking a slot holding `cached` costs a request for `prompt`, in tokens: those of
+/// the prompt it must decode, plus, when the slot holds another kind of call, all of that
+/// call's cache (it would have found it there next turn). Counting only the first, a recall
+/// selection took the reply's slot for their twenty shared tokens, and the two evicted each
+/// other every turn: the selection decoded 1,062 of its 1,078 prompt tokens each time in
+/// the live conversation.
+fn slot_cost(cached: &[LlamaToken], prompt: &[LlamaToken]) -> usize {
+    let shared = cached
+        .iter()
+        .zip(prompt)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let decode = prompt.len() - shared;
+    if shared >= SAME_KIND_PREFIX {
+        decode
+    } else {
+        decode + cached.len()
+    }
+}
 
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, String> {
@@ -204,6 +227,13 @@ impl<'m> Worker<'m> {
     fn run(&mut self, ctx: &mut LlamaContext<'_>, mut active: Active) -> Option<Active> {
         let seq = active.seq;
         loop {
+            // Every handle is gone (the process is stopping): nobody reads this reply, and
+            // a decode still running while the process exits crashes it in llama.cpp's
+            // teardown.
+            if self.scheduler.is_closed() {
+                self.record(&active, Phase::Finished);
+                return None;
+            }
             if active.priority == Priority::Background && self.scheduler.interactive_waiting() {
                 self.record(&active, Phase::Paused);
                 metrics::preempted();
@@ -316,28 +346,14 @@ impl<'m> Worker<'m> {
         Some(active)
     }
 
-    /// The sequence a request starts on: the background one, or the interactive slot
-    /// sharing the longest prefix with `prompt` (the least recently used when none shares
-    /// much).
+    /// The sequence a request starts on: the background one, or the interactive slot that
+    /// costs least (see [`slot_cost`]), the least recently used among equals.
     fn choose_seq(&self, priority: Priority, prompt: &[LlamaToken]) -> usize {
         if priority == Priority::Background {
             return BACKGROUND_SEQ;
         }
-        let shared = |seq: usize| {
-            self.cached[seq]
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count()
-        };
-        let best = (0..INTERACTIVE_SLOTS)
-            .max_by_key(|&seq| (shared(seq), self.last_used[seq]))
-            .unwrap_or(0);
-        if shared(best) >= MIN_SHARED_PREFIX {
-            return best;
-        }
         (0..INTERACTIVE_SLOTS)
-            .min_by_key(|&seq| self.last_used[seq])
+            .min_by_key(|&seq| (slot_cost(&self.cached[seq], prompt), self.last_used[seq]))
             .unwrap_or(0)
     }
 

@@ -75,6 +75,8 @@ pub struct HistoryWindow {
     pub min_lines: usize,
     /// Lines it holds at most.
     pub max_lines: usize,
+    /// `persona.history_pause_secs`: it holds no line from before such a silence.
+    pub pause_secs: u64,
 }
 
 /// Runs `query` under `timeout`, recording its count, time or why it was skipped.
@@ -170,17 +172,19 @@ pub async fn collect(pool: &PgPool, scope: Scope<'_>, plan: &RetrievalPlan) -> C
         }
     }
     let mut candidates = fuse(&lists);
-    // The keys the focus ranks by and the superseded utterances; without them (slow or
-    // failed) the fused order stands.
+    // The keys the focus ranks by, the superseded utterances and the persona's own words;
+    // without them (slow or failed) the fused order stands.
     let read = async {
         tokio::try_join!(
             super::rank::keys(pool, &candidates),
-            super::rank::superseded(pool, scope.persona, &candidates)
+            super::rank::superseded(pool, scope.persona, &candidates),
+            super::rank::persona_words(pool, &candidates)
         )
     };
     let read = tokio::time::timeout(t, read).await;
     let keys = match read {
-        Ok(Ok((keys, superseded))) => {
+        Ok(Ok((keys, superseded, persona_words))) => {
+            super::rank::discount_persona_words(&mut candidates, &persona_words);
             super::rank::demote(&mut candidates, &superseded);
             keys
         }

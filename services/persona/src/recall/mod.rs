@@ -127,6 +127,7 @@ impl Recaller {
                 ),
                 None => history_turns,
             },
+            pause_secs: config.persona.history_pause_secs,
         };
         let scope = Scope {
             persona: &character.name,

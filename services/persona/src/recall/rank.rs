@@ -13,7 +13,8 @@
 //!
 //! An utterance a state rested on before the state was revised or closed without it is
 //! [`superseded`]: it ranks below the memory's newer form (a corrected fact's old words
-//! otherwise match a question as well as the correction, often better).
+//! otherwise match a question as well as the correction, often better). The persona's own
+//! words count half ([`discount_persona_words`]): the person's are the evidence.
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +38,9 @@ const AVOID_WEIGHT: f64 = 20.0 * UNIT;
 /// What a superseded utterance loses: more than a match's edge over a correction's (the
 /// old words match a question as well as the new ones, often better).
 const SUPERSEDED_WEIGHT: f64 = 1.5 * UNIT;
+
+/// The share of its score an utterance of the persona's own keeps.
+const PERSONA_WORDS_SHARE: f64 = 0.5;
 
 /// Where a candidate comes from, read from its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +141,41 @@ pub async fn superseded(
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(|id| format!("event:{id}")).collect())
+}
+
+/// The utterances among `candidates` that the persona said (its replies, what it said on
+/// its own): one indexed read of the conversation lines.
+pub async fn persona_words(
+    pool: &PgPool,
+    candidates: &[Candidate],
+) -> Result<HashSet<String>, sqlx::Error> {
+    let events: Vec<Uuid> = candidates
+        .iter()
+        .filter_map(|c| match Origin::of(&c.id) {
+            Some(Origin::Event(id)) => Some(id),
+            _ => None,
+        })
+        .collect();
+    let rows: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT event_id FROM assistant_text WHERE event_id = ANY($1) AND role = 'assistant'",
+    )
+    .bind(&events)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|id| format!("event:{id}")).collect())
+}
+
+/// Halves the score of each of `candidates` the persona said: what a person told is the
+/// evidence of what they told; the persona's reply to it restates it at best and, on a
+/// small model, invents (issue 45: its long replies outranked the person's own facts,
+/// matching a question's words more often by being longer).
+pub fn discount_persona_words(candidates: &mut [Candidate], persona_words: &HashSet<String>) {
+    for c in candidates
+        .iter_mut()
+        .filter(|c| persona_words.contains(&c.id))
+    {
+        c.score *= PERSONA_WORDS_SHARE;
+    }
 }
 
 /// Lowers each of `candidates` that is `superseded`.

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use ghost_shared::affect::MoodState;
-use ghost_shared::autonomy::persona::{mood_context, Vad};
+use ghost_shared::autonomy::persona::{mood_context, round_numbers, Vad};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::memory::vocab::PreferenceStatus;
 use ghost_shared::memory::Memory;
@@ -37,7 +37,7 @@ pub fn persona_selection_context(
         .map(|p| json!({"domain": p.domain, "subject": p.subject, "polarity": p.polarity}))
         .collect();
     let interest = memory.interest_at(now, tau_secs);
-    json!({
+    let mut context = json!({
         "second_person_label": character.second_person_label,
         "persona_text": character.persona_text,
         "addon_text": character.addon_text,
@@ -45,7 +45,33 @@ pub fn persona_selection_context(
         "recent_vad_average": mood["recent_vad_average"],
         "confirmed_preferences": confirmed,
         "interest_state": interest,
-    })
+    });
+    round_numbers(&mut context);
+    context
+}
+
+/// How much of a candidate's text the selection reads (the reply gets it whole), in
+/// characters of English. A fact someone told fits; a long reply of the persona's is cut:
+/// three of them made the selection's prompt some 2,000 tokens, which the embedded model on
+/// one thread read for longer than the selection's timeout, so nothing was ever recalled
+/// (issue 45).
+pub const GIST_CHARS: usize = 140;
+
+/// What a character costs of [`GIST_CHARS`]: one for ASCII, [`WIDE_CHAR_COST`] for the rest.
+/// A small model's tokenizer, trained mostly on English, spends two to three tokens on a
+/// kana or kanji: by characters alone a Japanese gist was three times an English one.
+pub const WIDE_CHAR_COST: usize = 3;
+
+/// `text` cut where its cost passes [`GIST_CHARS`], marked when cut.
+fn gist(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut spent = 0;
+    for (at, c) in text.char_indices() {
+        spent += if c.is_ascii() { 1 } else { WIDE_CHAR_COST };
+        if spent > GIST_CHARS {
+            return format!("{}…", &text[..at]).into();
+        }
+    }
+    text.into()
 }
 
 /// The selection's user message.
@@ -57,7 +83,7 @@ pub fn selection_input(
 ) -> Value {
     let offered: Vec<Value> = candidates
         .iter()
-        .map(|c| json!({"id": c.id, "source": c.source, "text": c.text}))
+        .map(|c| json!({"id": c.id, "source": c.source, "text": gist(&c.text)}))
         .collect();
     // What changes least comes first: a model server that keeps the previous prompt's
     // prefix decodes only from the first difference (the message itself comes last).
@@ -139,6 +165,29 @@ mod tests {
             text: "t".into(),
             score: 0.1,
         }
+    }
+
+    #[test]
+    fn the_selection_reads_a_long_text_cut_and_a_short_one_whole() {
+        let mut long = c("m1");
+        long.text = "長い返事です。".repeat(60);
+        let mut short = c("m2");
+        short.text = "My sister Emma moved to Lisbon last year.".into();
+        let input = selection_input("where?", &[long.clone(), short.clone()], 5, json!({}));
+        let texts: Vec<&str> = input["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["text"].as_str().unwrap())
+            .collect();
+        // Japanese: a third as many characters as English.
+        assert_eq!(texts[0].chars().count(), GIST_CHARS / WIDE_CHAR_COST + 1);
+        assert!(texts[0].ends_with('…') && long.text.starts_with(texts[0].trim_end_matches('…')));
+        assert_eq!(texts[1], short.text);
+        let english = "My sister Emma moved to Lisbon. ".repeat(10);
+        let cut = gist(&english);
+        assert_eq!(cut.chars().count(), GIST_CHARS + 1);
+        assert!(english.starts_with(cut.trim_end_matches('…')));
     }
 
     #[test]

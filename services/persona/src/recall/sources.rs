@@ -17,7 +17,7 @@ use uuid::Uuid;
 use ghost_shared::memory::retrieval::{RetrievalMode, RetrievalPlan};
 use ghost_shared::memory::when::Period;
 use ghost_shared::projections::own_utterance;
-use ghost_shared::short_memory::window_start;
+use ghost_shared::short_memory::{sitting_start, window_start};
 
 use super::collect::Scope;
 use super::fuse::Rows;
@@ -41,26 +41,30 @@ pub struct At<'a> {
 /// every position when the conversation has none.
 pub async fn history_from(pool: &PgPool, scope: Scope<'_>) -> Result<i64, sqlx::Error> {
     let window = scope.history;
-    let mut lines: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT position, role FROM assistant_text WHERE session_id = $1 \
-         ORDER BY position DESC LIMIT $2",
+    let mut lines: Vec<(i64, String, f64)> = sqlx::query_as(
+        "SELECT position, role, extract(epoch FROM recorded_at)::float8 \
+         FROM assistant_text WHERE session_id = $1 ORDER BY position DESC LIMIT $2",
     )
     .bind(scope.session_id)
     .bind(window.max_lines.max(window.min_lines) as i64 + 1)
     .fetch_all(pool)
     .await?;
     lines.reverse();
-    let Some((message, _)) = lines.pop() else {
+    let Some((message, _, message_at)) = lines.pop() else {
         return Ok(i64::MAX);
     };
-    let is_user: Vec<bool> = lines.iter().map(|(_, role)| role == "user").collect();
+    let is_user: Vec<bool> = lines.iter().map(|(_, role, _)| role == "user").collect();
+    let at: Vec<f64> = lines.iter().map(|(_, _, at)| *at).collect();
     let skip = window_start(
         &is_user,
         window.user_messages,
         window.min_lines,
         window.max_lines,
-    );
-    Ok(lines.get(skip).map_or(message, |(position, _)| *position))
+    )
+    .max(sitting_start(&at, message_at, window.pause_secs));
+    Ok(lines
+        .get(skip)
+        .map_or(message, |(position, _, _)| *position))
 }
 
 /// The condition an utterance row `t` meets to be offered, with the conversation as

@@ -1,9 +1,14 @@
 //! What the reply is written from: the stored outcome if there is one, else the
-//! conversation since the short-memory summary, the user's message (with its image), the
+//! conversation since the short-memory summary and the last pause, the user's message (with its image), the
 //! mood capsule and what recall brought, as the model's messages.
 
 use super::*;
-use ghost_shared::short_memory::max_lines;
+use ghost_shared::short_memory::{max_lines, sitting_start};
+
+/// A time stamp as seconds.
+fn seconds(t: chrono::DateTime<chrono::Utc>) -> f64 {
+    t.timestamp_micros() as f64 / 1e6
+}
 
 impl Renderer {
     /// The request's outcome if one is stored (one of `outcome_ids`), and else the
@@ -70,6 +75,7 @@ impl Renderer {
         let (tail, _) = tail.map_err(HandlerError::transient)?;
         let mut history: Vec<ChatMessage> = Vec::new();
         let mut is_user: Vec<bool> = Vec::new();
+        let mut at: Vec<f64> = Vec::new();
         for e in tail
             .iter()
             .filter(|e| e.version < cause.version && e.event_id != request.user_event_id)
@@ -84,14 +90,28 @@ impl Renderer {
                 // What the persona said on its own is part of the conversation.
                 history.push(ChatMessage::assistant(m.text));
                 is_user.push(false);
+            } else {
+                continue;
             }
+            at.push(seconds(e.recorded_at));
         }
+        let message_at = tail
+            .iter()
+            .find(|e| e.event_id == request.user_event_id)
+            .map(|e| seconds(e.recorded_at))
+            .or(at.last().copied())
+            .unwrap_or_default();
         let skip = window_start(
             &is_user,
             request.history_user_messages,
             history_turns,
             max_lines,
-        );
+        )
+        .max(sitting_start(
+            &at,
+            message_at,
+            self.ctx.config.ghost.persona.history_pause_secs,
+        ));
         // The prompt's order is what a model server's cache needs: what never changes first
         // (the persona, its rules), then the conversation (its window starts on the same line
         // between summaries), and what changes every turn last: the mood, what was
@@ -105,36 +125,48 @@ impl Renderer {
         messages.extend(history.into_iter().skip(skip));
         messages.push(ChatMessage::system(mood_capsule(&mood)));
         let fence = Fence::new();
-        let mut user = String::new();
+        let mut data = String::new();
         if let Some(summary) = routing_notes::summary(request) {
-            user.push_str(&fence.block("SUMMARY", summary));
-            user.push_str("\n\n");
+            data.push_str(&fence.block("SUMMARY", summary));
+            data.push_str("\n\n");
         }
         if let Some(recalled) = &recalled {
-            user.push_str(&fence.block("MEMORY", recalled));
-            user.push_str("\n\n");
+            data.push_str(&fence.block("MEMORY", recalled));
+            data.push_str("\n\n");
         }
-        if !user.is_empty() {
-            user.push_str("[the message you answer]\n");
-        }
-        user.push_str(&request.user_text);
+        let mut message = request.user_text.clone();
         if let Some(result) = &request.work_result {
-            user.push_str("\n\n[task result to convey]\n");
-            user.push_str(&fence.block("TASK_RESULT", &result.to_string()));
-            user.push_str(routing_notes::status_note(request).unwrap_or_default());
+            message.push_str("\n\n[task result to convey]\n");
+            message.push_str(&fence.block("TASK_RESULT", &result.to_string()));
+            message.push_str(routing_notes::status_note(request).unwrap_or_default());
         }
-        user.push_str(routing_notes::notice_note(request).unwrap_or_default());
-        let mut user = ChatMessage::user(user);
-        if let Some(image) = self.image_of(request, &tail).await? {
-            user = user.with_image(image);
+        message.push_str(routing_notes::notice_note(request).unwrap_or_default());
+        let image = self.image_of(request, &tail).await?;
+        let user = |text: String| {
+            let user = ChatMessage::user(text);
+            match &image {
+                Some(image) => user.with_image(image.clone()),
+                None => user,
+            }
+        };
+        // The same prompt without the summary and the memories, for a model that began its
+        // reply by copying them (see `Prepared::Reply::without_data`).
+        let without_data = (!data.is_empty()).then(|| {
+            let mut bare = messages.clone();
+            bare.push(user(message.clone()));
+            bare
+        });
+        if !data.is_empty() {
+            message = format!("{data}[the message you answer]\n{message}");
         }
-        messages.push(user);
+        messages.push(user(message));
         let user_event = tail
             .iter()
             .find(|e| e.event_id == request.user_event_id)
             .cloned();
         Ok(Prepared::Reply {
             messages,
+            without_data,
             user_event,
         })
     }

@@ -37,7 +37,7 @@ use ghost_shared::events::{
     RenderRequested, UserMessageReceived, RECALL_STEP,
 };
 use ghost_shared::llm::{
-    Call, ChatMessage, Fence, ImagePart, LlmClient, LlmError, RepetitionGuard,
+    Call, ChatMessage, Fence, FenceEchoGuard, ImagePart, LlmClient, LlmError, RepetitionGuard,
 };
 use ghost_shared::masking::mask_secrets;
 use ghost_shared::media::MediaStore;
@@ -87,6 +87,10 @@ enum Prepared {
     Done(RecordedEvent),
     Reply {
         messages: Vec<ChatMessage>,
+        /// `messages` without the SUMMARY and MEMORY blocks (None when there were none):
+        /// asked once more when the model began its reply by copying them, so the person
+        /// gets a reply and never the data as the persona's words.
+        without_data: Option<Vec<ChatMessage>>,
         user_event: Option<RecordedEvent>,
     },
 }
@@ -225,7 +229,7 @@ impl Renderer {
         // The reply needs the conversation, the mood and the recall: read with the outcome
         // check (a redelivery just drops them), instead of one round trip after another.
         let prepared = self.messages_unless_done(&request, &event, &ids).await?;
-        let (messages, user_event) = match prepared {
+        let (messages, without_data, user_event) = match prepared {
             Prepared::Done(done) => {
                 // A request stored when judging was a flag on it, judged already.
                 if done.is::<PersonaProposed>() {
@@ -240,8 +244,9 @@ impl Renderer {
             }
             Prepared::Reply {
                 messages,
+                without_data,
                 user_event,
-            } => (messages, user_event),
+            } => (messages, without_data, user_event),
         };
         let service = self.ctx.service;
         let prefix = routing_notes::declaration_prefix(&request);
@@ -256,20 +261,35 @@ impl Renderer {
             Some(_) => settings.result_reply_max_tokens,
             None => settings.reply_max_tokens,
         };
-        let generated = self
+        let generated = match self
             .generate(&turn, &messages, prefix.clone(), budget, left)
             .instrument(info_span!("model_call"))
             .await
-            .and_then(|g| {
-                // Only an affect trailer and no words is no reply at all.
-                if g.reply.trim().is_empty() {
-                    Err(LlmError::MalformedStream(
-                        "the model wrote no reply text".into(),
-                    ))
-                } else {
-                    Ok(g)
+        {
+            Ok(g) if g.reply.trim().is_empty() && g.cut.as_deref() == Some("echoed_data") => {
+                match &without_data {
+                    Some(bare) => {
+                        info!("the reply began by copying its memories; asked again without them");
+                        let left = self.time_left(asked_at);
+                        self.generate(&turn, bare, prefix.clone(), budget, left)
+                            .instrument(info_span!("model_call"))
+                            .await
+                    }
+                    None => Ok(g),
                 }
-            });
+            }
+            other => other,
+        };
+        let generated = generated.and_then(|g| {
+            // Only an affect trailer and no words is no reply at all.
+            if g.reply.trim().is_empty() {
+                Err(LlmError::MalformedStream(
+                    "the model wrote no reply text".into(),
+                ))
+            } else {
+                Ok(g)
+            }
+        });
         let failure_code = generated.as_ref().err().map(|e| e.code());
         let (new_event, message) = match generated {
             Ok(generated) => {

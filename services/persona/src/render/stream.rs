@@ -10,7 +10,8 @@ impl Renderer {
     ///
     /// The reply asks for at most `budget` tokens, and ends as a normal reply wherever it
     /// stops once text was shown: at the budget (the model stops), at a repetition loop (cut
-    /// to one copy, the model call dropped), when the time `left` before the turn watchdog
+    /// to one copy, the model call dropped), where it begins copying a fenced block of its
+    /// prompt (`<<<MEMORY …`: cut before it, the call dropped), when the time `left` before the turn watchdog
     /// runs out, or when the stream breaks off. Only a call that showed nothing fails.
     pub(super) async fn generate(
         &self,
@@ -34,6 +35,7 @@ impl Renderer {
             .unwrap_or(Err(LlmError::Timeout { after: left }))?;
         let mut filter = TrailerStreamFilter::new(marker);
         let mut guard = RepetitionGuard::default();
+        let mut echo = FenceEchoGuard::default();
         let mut seq = 0;
         // The route declaration, when there is one, is the reply's first line.
         self.emit(turn, attempt, &mut seq, prefix.unwrap_or_default())
@@ -67,9 +69,16 @@ impl Renderer {
                         break 'read;
                     }
                 };
-                let shown = filter.push(&delta);
+                let shown = echo.push(&filter.push(&delta));
                 visible.push_str(&shown);
-                if guard.push(&shown) {
+                let looped = guard.push(&shown);
+                if echo.stopped() {
+                    // What it had written before it began copying its prompt is the reply.
+                    cut = Some("echoed_data".into());
+                    self.emit(turn, attempt, &mut seq, visible).await;
+                    break 'read;
+                }
+                if looped {
                     // The rest of this batch is more of the loop: it is not shown.
                     cut = Some("repetition".into());
                     break;
@@ -92,7 +101,16 @@ impl Renderer {
             });
         }
         let outcome = filter.finish();
-        self.emit(turn, attempt, &mut seq, outcome.tail).await;
+        // A tail that would open a block is not shown (nor kept: see below); after an echo
+        // mid-stream the guard takes nothing more, and the reply is what was shown.
+        let mut tail = echo.push(&outcome.tail);
+        let echoed = echo.stopped();
+        tail.push_str(&echo.finish());
+        guard.push(&tail);
+        self.emit(turn, attempt, &mut seq, tail).await;
+        if echoed {
+            cut = Some("echoed_data".into());
+        }
         if let Some(why) = &cut {
             info!(%why, "reply ended before the model ended it; kept as shown");
         }
@@ -113,7 +131,11 @@ impl Renderer {
             }
         };
         Ok(Generated {
-            reply: outcome.reply_text,
+            reply: if echoed {
+                guard.text().trim_end().to_owned()
+            } else {
+                outcome.reply_text
+            },
             affect,
             rejected,
             cut,

@@ -9,7 +9,9 @@ use ghost_shared::events::{
     RouteDecided, UserMessageReceived, WorkRequested,
 };
 use ghost_shared::routing::Route;
-use ghost_shared::short_memory::{max_lines, user_messages_since_summary, window_start};
+use ghost_shared::short_memory::{
+    max_lines, sitting_start, user_messages_since_summary, window_start,
+};
 use uuid::Uuid;
 
 use super::Router;
@@ -357,29 +359,37 @@ impl Router {
             )
             .await
             .map_err(HandlerError::transient)?;
-        let mut lines: Vec<(bool, String)> = tail
+        let seconds = |e: &RecordedEvent| e.recorded_at.timestamp_micros() as f64 / 1e6;
+        let mut lines: Vec<(bool, String, f64)> = tail
             .iter()
             .filter(|e| e.version < turn.event.version)
             .filter_map(|e| {
-                if let Ok(m) = e.decode::<UserMessageReceived>() {
-                    Some((true, m.text))
+                let line = if let Ok(m) = e.decode::<UserMessageReceived>() {
+                    (true, m.text)
                 } else if let Ok(r) = e.decode::<AssistantReplied>() {
-                    Some((false, r.text))
+                    (false, r.text)
                 } else if let Ok(m) = e.decode::<AutonomyMessageRendered>() {
-                    Some((false, m.text))
+                    (false, m.text)
                 } else {
-                    None
-                }
+                    return None;
+                };
+                Some((line.0, line.1, seconds(e)))
             })
             .collect();
         let is_user: Vec<bool> = lines.iter().map(|l| l.0).collect();
-        let skip = window_start(&is_user, Some(since), recent, max_lines);
+        let at: Vec<f64> = lines.iter().map(|l| l.2).collect();
+        let pause = self.ctx.config.ghost.persona.history_pause_secs;
+        let skip = window_start(&is_user, Some(since), recent, max_lines).max(sitting_start(
+            &at,
+            seconds(&turn.event),
+            pause,
+        ));
         lines.drain(..skip);
         if !lines.is_empty() {
             // Who said each line is a field of its own: no line can speak as another.
             let masked: Vec<(&str, std::borrow::Cow<'_, str>)> = lines
                 .iter()
-                .map(|(user, text)| {
+                .map(|(user, text, _)| {
                     let speaker = if *user { "user" } else { "assistant" };
                     match for_cloud {
                         true => (speaker, ghost_shared::masking::mask_secrets(text)),
