@@ -1,8 +1,9 @@
 //! Cloud spend has a ceiling (`coder.daily_token_cap`): under the cap a CODE turn reaches
 //! the (fake) cloud and its tokens are stored; over it the user gets a short notice in the
 //! language of the message and the cloud gets nothing; `/healthz` and `ghost doctor` show
-//! the day's use and the cap; a redelivered request counts once, and a coder that never
-//! called the cloud knows the day's use from the store.
+//! the day's use and the cap; a redelivered request counts once, a coder that never
+//! called the cloud knows the day's use from the store, and a coder killed between the call
+//! and storing its answer is not followed by a second call.
 
 mod routing_support;
 mod support;
@@ -11,11 +12,13 @@ use std::time::Duration;
 
 use ghost::stack::ServiceName;
 use ghost_shared::envelope::EventPayload;
-use ghost_shared::events::{token_cap_notice, CloudTokensUsed, RenderFailed};
+use ghost_shared::events::{
+    token_cap_notice, CloudTokensUsed, CoderCallStarted, RenderFailed, WorkerFailed,
+};
 use ghost_testkit::fake_llm::Script;
 use routing_support::{kind, Kind, RoutingApp, Scripts, CONTRACT_OK, PERSONA_REPLY};
 use serde_json::Value;
-use support::{SseEvent, TOKEN};
+use support::SseEvent;
 
 /// The cap these tests set (the smallest accepted).
 const CAP: &str = "1000";
@@ -23,12 +26,18 @@ const CAP: &str = "1000";
 /// Starts `services` in this process with the cap, the fake cloud reporting `usage` per
 /// call.
 async fn spawn(services: &[ServiceName], usage: (u64, u64)) -> RoutingApp {
-    let r = RoutingApp::spawn_services(
-        services,
-        Scripts::default(),
-        &[("GHOST_CODER__DAILY_TOKEN_CAP", CAP)],
-    )
-    .await;
+    spawn_with(services, usage, &[]).await
+}
+
+/// [`spawn`] with `extra` overrides.
+async fn spawn_with(
+    services: &[ServiceName],
+    usage: (u64, u64),
+    extra: &[(&str, &str)],
+) -> RoutingApp {
+    let mut vars = vec![("GHOST_CODER__DAILY_TOKEN_CAP", CAP)];
+    vars.extend_from_slice(extra);
+    let r = RoutingApp::spawn_services(services, Scripts::default(), &vars).await;
     r.cloud
         .set_responder(move |_| Script::chunks(vec![CONTRACT_OK]).with_usage(usage.0, usage.1));
     r
@@ -53,6 +62,23 @@ async fn usage(r: &RoutingApp, session: &str) -> Vec<(u64, u64, bool)> {
             (u.prompt_tokens, u.completion_tokens, u.reported)
         })
         .collect()
+}
+
+/// Starts a CODE turn in `session` with a coder child that aborts at the fault point
+/// `fault`, and waits for the crash; the client's events come once the turn ends.
+async fn code_turn_crashing_at(
+    r: &RoutingApp,
+    session: &str,
+    fault: &str,
+) -> tokio::task::JoinHandle<Vec<SseEvent>> {
+    let mut doomed = r.app.spawn_child("coder", &[("GHOST_FAULTS", fault)]);
+    let client = r.start_turn(session, "/code fix this");
+    let status = tokio::time::timeout(Duration::from_secs(30), doomed.wait())
+        .await
+        .expect("the armed coder crashes")
+        .expect("coder exit status");
+    assert!(!status.success(), "the fault point aborted the coder");
+    client
 }
 
 /// A chat turn answered by the persona (after the route's declaration line, if any).
@@ -193,24 +219,7 @@ async fn a_redelivered_request_counts_once_and_a_restarted_coder_reads_the_days_
         .collect();
     let r = spawn(&services, (600, 500)).await;
     // The coder dies after storing the outcome and its usage, before acknowledging.
-    let mut doomed = r
-        .app
-        .spawn_child("coder", &[("GHOST_FAULTS", "coder.after_append")]);
-    let body = serde_json::json!({ "session_id": "again", "text": "/code fix this" }).to_string();
-    let request = r
-        .app
-        .http
-        .post(format!("{}/api/chat", r.app.base_url))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .body(body);
-    let client =
-        tokio::spawn(async move { support::read_sse(request.send().await.unwrap()).await });
-    let status = tokio::time::timeout(Duration::from_secs(30), doomed.wait())
-        .await
-        .expect("the armed coder crashes")
-        .expect("coder exit status");
-    assert!(!status.success(), "the fault point aborted the coder");
+    let client = code_turn_crashing_at(&r, "again", "coder.after_append").await;
     assert_eq!(usage(&r, "again").await, vec![(600, 500, true)]);
 
     // Its successor gets the request again (ack wait 3 s in tests) and stores nothing new.
@@ -227,6 +236,47 @@ async fn a_redelivered_request_counts_once_and_a_restarted_coder_reads_the_days_
     assert_eq!(code, "daily_token_cap");
     r.app.wait_idle().await;
     assert_eq!(cloud_calls(&r), 1);
+    r.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_coder_killed_between_the_call_and_its_outcome_does_not_call_again() {
+    let services: Vec<ServiceName> = ServiceName::ALL
+        .into_iter()
+        .filter(|s| *s != ServiceName::Coder)
+        .collect();
+    // A short call timeout: the successor waits it out (plus the coder's margin) before it
+    // gives the earlier call up.
+    let r = spawn_with(
+        &services,
+        (300, 200),
+        &[("GHOST_LLM__CODER__TIMEOUT_SECS", "2")],
+    )
+    .await;
+    let client = code_turn_crashing_at(&r, "cut", "coder.after_call").await;
+    assert_eq!(cloud_calls(&r), 1, "called before the crash");
+    assert_eq!(
+        r.of_type("cut", CoderCallStarted::EVENT_TYPE).await.len(),
+        1
+    );
+
+    // The successor finds the started call without an outcome and does not repeat it.
+    let _successor = r.app.spawn_child("coder", &[]);
+    let events = client.await.expect("chat client");
+    assert!(!events.is_empty(), "the turn ended");
+    r.app.wait_idle().await;
+    assert_eq!(cloud_calls(&r), 1, "never called twice");
+    let failed = r.of_type("cut", WorkerFailed::EVENT_TYPE).await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        failed[0].payload["code"], "interrupted",
+        "{}",
+        failed[0].payload
+    );
+    assert!(
+        usage(&r, "cut").await.is_empty(),
+        "the lost call's tokens are unknown"
+    );
     r.cleanup().await;
 }
 

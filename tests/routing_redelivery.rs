@@ -76,17 +76,7 @@ async fn a_worker_killed_after_the_classifier_call_does_not_call_it_again() {
     let mut doomed = r
         .app
         .spawn_child("worker", &[("GHOST_FAULTS", "worker.classify.after_call")]);
-    let turn = {
-        let body = serde_json::json!({ "session_id": "kill", "text": TEXT }).to_string();
-        let request = r
-            .app
-            .http
-            .post(format!("{}/api/chat", r.app.base_url))
-            .bearer_auth(support::TOKEN)
-            .header("content-type", "application/json")
-            .body(body);
-        tokio::spawn(async move { support::read_sse(request.send().await.expect("send")).await })
-    };
+    let turn = r.start_turn("kill", TEXT);
     let status = tokio::time::timeout(Duration::from_secs(30), doomed.wait())
         .await
         .expect("the armed worker crashes")

@@ -224,6 +224,25 @@ impl RoutingApp {
             .to_owned()
     }
 
+    /// Starts one chat turn without waiting for it: the SSE events once it ends.
+    pub fn start_turn(
+        &self,
+        session: &str,
+        text: &str,
+    ) -> tokio::task::JoinHandle<Vec<crate::support::SseEvent>> {
+        let body = serde_json::json!({ "session_id": session, "text": text }).to_string();
+        let request = self
+            .app
+            .http
+            .post(format!("{}/api/chat", self.app.base_url))
+            .bearer_auth(crate::support::TOKEN)
+            .header("content-type", "application/json")
+            .body(body);
+        tokio::spawn(
+            async move { crate::support::read_sse(request.send().await.expect("send")).await },
+        )
+    }
+
     /// Events of one type in a session.
     pub async fn of_type(&self, session: &str, event_type: &str) -> Vec<RecordedEvent> {
         self.app

@@ -9,17 +9,24 @@
 //! Spend has a ceiling: each call's tokens are stored (`CloudTokensUsed`, with the call's
 //! outcome) and, once the UTC day's sum reaches `coder.daily_token_cap`, a CODE turn ends
 //! with a short notice and nothing is sent ([`budget`]).
+//!
+//! A request calls the cloud at most once: a `CoderCallStarted` marker is stored before the
+//! call, and a redelivery that finds it without an outcome waits out the time the earlier
+//! call could still answer in, then ends the work as interrupted instead of paying again.
 
 pub mod budget;
 pub mod usage;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ghost_shared::bus::{run_consumer, EventHandler, HandlerError};
 use ghost_shared::contracts;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
-use ghost_shared::events::{WorkRequested, WorkerCompleted, WorkerFailed, TIME_LIMIT};
+use ghost_shared::events::{
+    CoderCallStarted, WorkRequested, WorkerCompleted, WorkerFailed, TIME_LIMIT,
+};
 use ghost_shared::ids::WORK_OUTCOME_STEP;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::masking::mask_secrets;
@@ -36,11 +43,19 @@ use usage::CLOUD_USAGE_STEP;
 /// This service's name.
 pub const SERVICE: &str = "coder";
 
+/// The step a `CoderCallStarted` id derives from, with the `WorkRequested` it serves.
+pub const CALL_STARTED_STEP: &str = "coder-call-started";
+
+/// Beyond `llm.coder.timeout_secs`, how long an earlier attempt may still take to store
+/// what its call answered.
+pub const STORE_MARGIN: Duration = Duration::from_secs(5);
+
 /// How this service is run, named and rebuilt ([`ServiceDescriptor`]).
 pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     name: SERVICE,
     consumes: ghost_shared::event_types![ghost_shared::events::WorkRequested,],
     appends: ghost_shared::event_types![
+        ghost_shared::events::CoderCallStarted,
         ghost_shared::events::WorkerCompleted,
         ghost_shared::events::CloudTokensUsed,
         ghost_shared::events::WorkerFailed,
@@ -54,37 +69,11 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
 /// Starts the coder's consumer (needs `llm.coder`).
 pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
     let mut handle = ServiceHandle::new(SERVICE);
-    let cfg = ctx
-        .config
-        .ghost
-        .llm
-        .get("coder")
-        .cloned()
-        .ok_or_else(|| ServiceError::Config("llm.coder is not configured".into()))?;
-    let key = ctx
-        .config
-        .secrets
-        .cloud_api_key
-        .as_ref()
-        .map(|k| k.expose().to_owned());
-    if key.is_none() {
-        warn!("GHOST_CLOUD_API_KEY is not set: the cloud coder is called without a key");
-    }
-    let llm = LlmClient::new(cfg, key)?.with_role("coder");
-    let path = ctx.config.resolve(Path::new("prompts/coder.md"));
-    let system = std::fs::read_to_string(&path)
-        .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
-    let budget = Budget::new(ctx.config.ghost.coder.cap());
+    let coder = Arc::new(Coder::new(ctx.clone())?);
     // The gauge shows the day's use from the start, not from the first call.
     if let Err(e) = budget::day_use(&ctx).await {
         warn!(error = %e, "cannot read the day's cloud token use");
     }
-    let coder = Arc::new(Coder {
-        ctx: ctx.clone(),
-        llm,
-        system,
-        budget,
-    });
     handle.spawn(run_consumer(
         ctx.bus().clone(),
         ctx.consumer(WorkRequested::EVENT_TYPE)?,
@@ -105,6 +94,99 @@ pub struct Coder {
     llm: LlmClient,
     system: String,
     budget: Budget,
+    /// How long after its marker an earlier attempt's call may still be answered and stored.
+    earlier_call_bound: Duration,
+}
+
+/// What an earlier attempt's call marker leaves to do.
+enum Earlier {
+    /// Nothing: its outcome is stored.
+    Answered,
+    /// An earlier attempt started the call and can no longer store what it answered.
+    Interrupted,
+}
+
+impl Coder {
+    /// The coder of `ctx` (needs `llm.coder` and `prompts/coder.md`).
+    pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
+        let cfg = ctx
+            .config
+            .ghost
+            .llm
+            .get("coder")
+            .cloned()
+            .ok_or_else(|| ServiceError::Config("llm.coder is not configured".into()))?;
+        let key = ctx
+            .config
+            .secrets
+            .cloud_api_key
+            .as_ref()
+            .map(|k| k.expose().to_owned());
+        if key.is_none() {
+            warn!("GHOST_CLOUD_API_KEY is not set: the cloud coder is called without a key");
+        }
+        // The interactive call is bounded as a whole by the timeout.
+        let earlier_call_bound = Duration::from_secs(cfg.timeout_secs) + STORE_MARGIN;
+        let llm = LlmClient::new(cfg, key)?.with_role("coder");
+        let path = ctx.config.resolve(Path::new("prompts/coder.md"));
+        let system = std::fs::read_to_string(&path)
+            .map_err(|e| ServiceError::Config(format!("{}: {e}", path.display())))?;
+        let budget = Budget::new(ctx.config.ghost.coder.cap());
+        Ok(Self {
+            ctx,
+            llm,
+            system,
+            budget,
+            earlier_call_bound,
+        })
+    }
+
+    /// Stores the marker of this request's cloud call (`None`: this attempt calls), unless an
+    /// earlier attempt did. An earlier call still within its bound: later, once it has
+    /// answered or cannot.
+    async fn mark_call(
+        &self,
+        event: &RecordedEvent,
+        work: &WorkRequested,
+        steps: &[&str],
+    ) -> Result<Option<Earlier>, HandlerError> {
+        let started = CoderCallStarted {
+            session_id: work.session_id.clone(),
+            user_event_id: work.user_event_id,
+            loop_index: work.loop_index,
+        };
+        let marker = NewEvent::caused_by(event, CALL_STARTED_STEP, &started, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        let stored = self
+            .ctx
+            .log
+            .append(
+                &session_stream(&work.session_id),
+                ExpectedVersion::Any,
+                &[marker],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
+        if !stored.duplicate {
+            return Ok(None);
+        }
+        // The earlier attempt may have stored its outcome since the first look.
+        if self.ctx.outcome_stored(event, steps).await? {
+            return Ok(Some(Earlier::Answered));
+        }
+        let marked_at = stored.events.first().map(|e| e.recorded_at);
+        // recorded_at is on the database's clock, which ctx.clock() follows.
+        let age = marked_at
+            .and_then(|at| (self.ctx.clock().now() - at).to_std().ok())
+            .unwrap_or_default();
+        match self.earlier_call_bound.checked_sub(age) {
+            Some(wait) if !wait.is_zero() => Err(HandlerError::later(
+                wait,
+                "an earlier cloud call may still answer",
+            )),
+            _ => Ok(Some(Earlier::Interrupted)),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -153,6 +235,18 @@ impl EventHandler for Coder {
             );
             ghost_shared::metrics::coder_cap_refused();
             vec![self.budget.refusal(&self.ctx, &event, &work).await?]
+        } else if let Some(earlier) = self.mark_call(&event, &work, &steps).await? {
+            match earlier {
+                Earlier::Answered => return Ok(()),
+                Earlier::Interrupted => {
+                    // Its tokens are unknown, and calling again would pay twice for one request.
+                    warn!("an earlier cloud call never stored its outcome; not calling again");
+                    vec![encoded(failed(
+                        "interrupted",
+                        "cloud call interrupted (not repeated)".into(),
+                    ))?]
+                }
+            }
         } else {
             let task = mask_secrets(&work.task).into_owned();
             let messages = [
@@ -163,7 +257,7 @@ impl EventHandler for Coder {
             // The user waits; the answer keeps the worker contract (no sources off RESEARCH).
             let contract = contracts::worker_output::contract::<&str>(&[]);
             let call = Call::interactive().shaped(&contract);
-            match work
+            let outcome = match work
                 .within_deadline(
                     self.ctx.clock().now(),
                     self.llm.complete_counted(&messages, call),
@@ -210,7 +304,9 @@ impl EventHandler for Coder {
                     warn!(error = %message, "cloud coder call failed");
                     vec![encoded(failed("llm_error", message))?]
                 }
-            }
+            };
+            ghost_shared::fault::point("coder.after_call");
+            outcome
         };
         self.ctx
             .log

@@ -162,6 +162,22 @@ impl EventPayload for ClassifierCallStarted {
     const EVENT_TYPE: &'static str = "ClassifierCallStarted";
 }
 
+/// The coder is about to call the cloud for a CODE `WorkRequested`: a redelivery that finds
+/// this marker without an outcome does not call again (a paid call, at most once per request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoderCallStarted {
+    /// The conversation.
+    pub session_id: String,
+    /// The user message the work is for.
+    pub user_event_id: Uuid,
+    /// The request's round of the work loop.
+    pub loop_index: u32,
+}
+
+impl EventPayload for CoderCallStarted {
+    const EVENT_TYPE: &'static str = "CoderCallStarted";
+}
+
 /// The structured route decision's raw reply (validated by the router), or why the call
 /// failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
