@@ -112,3 +112,59 @@ async fn three_characters_take_their_stage_turns_on_the_embedded_model() {
     assert_eq!((ended.turns, ended.reason.as_str()), (3, "cap"));
     app.cleanup().await;
 }
+
+/// A reminder asked by `/remind` is confirmed and, when the clock reaches it, said in the
+/// persona's words on the embedded model, the task after them (issue 46: the fake model
+/// shows the wiring in `tests/reminders.rs`; this shows the real one writes a line).
+#[tokio::test]
+async fn a_due_reminder_is_said_in_the_personas_words_on_the_embedded_model() {
+    let app = spawn_with_model(
+        &["persona"],
+        &[
+            ("GHOST_CLOCK__SIMULATED", "true"),
+            ("GHOST_REMINDERS__POLL_INTERVAL_MS", "200"),
+            // A loaded CI machine: the line is waited for rather than said plainly.
+            ("GHOST_REMINDERS__VOICE__TIMEOUT_MS", "600000"),
+            ("GHOST_REMINDERS__VOICE__WITHIN_SECS", "600"),
+        ],
+        |_| {},
+    )
+    .await;
+    let events = app
+        .chat_within(
+            "kitchen",
+            "/remind in 20 minutes call Mom",
+            Duration::from_secs(600),
+        )
+        .await;
+    assert_eq!(events.last().unwrap().event, "done", "{events:#?}");
+    let (status, body) = app
+        .api(
+            reqwest::Method::POST,
+            "/api/clock/advance",
+            Some(&json!({"secs": 20 * 60 + 1})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let delivered = ghost_testkit::testing::eventually(
+        Duration::from_secs(600),
+        "the reminder said",
+        || async {
+            sqlx::query_scalar::<_, serde_json::Value>(
+                "SELECT payload FROM events WHERE event_type = 'ReminderDelivered'",
+            )
+            .fetch_optional(app.store.pool())
+            .await
+            .ok()
+            .flatten()
+        },
+    )
+    .await;
+    let text = delivered["text"].as_str().unwrap_or_default();
+    assert_eq!(delivered["voice"], "persona", "{delivered}");
+    let (line, task) = text.split_once("\n⏰ ").expect("a line, then the task");
+    assert_eq!(task, "call Mom");
+    assert!(!line.trim().is_empty(), "{text}");
+    eprintln!("the embedded model's reminder line: {line:?}");
+    app.cleanup().await;
+}

@@ -6,6 +6,10 @@
 
 mod support;
 
+/// Reminders asked in words (`tests/reminders/in_words.rs`).
+#[path = "reminders/in_words.rs"]
+mod in_words;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +24,8 @@ use ghost_shared::reminders::events::{
     ReminderDelivered, ReminderDue, ReminderMissed, ReminderScheduled,
 };
 use ghost_shared::reminders::scheduler::Scheduler;
-use ghost_testkit::fake_llm::Script;
+use ghost_shared::reminders::voice::Voice;
+use ghost_testkit::fake_llm::{Failure, Script};
 use ghost_testkit::testing::eventually;
 use support::platforms::{line_text, ChannelApp};
 use support::{TestApp, TOKEN};
@@ -122,7 +127,10 @@ async fn said(app: &TestApp, session: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reaches_it() {
     let app = TestApp::spawn(&SIMULATED).await;
-    app.reply(Script::reply("hello"));
+    app.llm.set_responder(|r| match is_reminder_line(r) {
+        true => Script::reply("Pasta time! Quick, before it goes soft."),
+        false => Script::reply("hello"),
+    });
     app.chat("kitchen", "hi").await;
 
     let (status, made) = remind(
@@ -144,7 +152,24 @@ async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reache
     let d: ReminderDelivered = delivered[0].decode().unwrap();
     assert_eq!(d.session_id, "kitchen");
     assert!(!d.late);
-    assert_eq!(d.text, "⏰ Reminder: take the pasta out");
+    // In the persona's words, the task after them as it was asked.
+    assert_eq!(
+        d.text,
+        "Pasta time! Quick, before it goes soft.\n⏰ take the pasta out"
+    );
+    assert_eq!(d.voice, Voice::Persona);
+    assert_eq!(d.plain_because, None);
+    let asked: Vec<_> = app
+        .llm
+        .requests()
+        .into_iter()
+        .filter(is_reminder_line)
+        .collect();
+    assert_eq!(asked.len(), 1, "one line asked for");
+    let input = asked[0].last_user_json();
+    assert_eq!(input["reminder"]["task"], "take the pasta out");
+    assert_eq!(input["reminder"]["late"], false);
+    assert!(input["mood"].is_object(), "the persona's mood now: {input}");
     eventually(WAIT, "the reminder in the conversation", || async {
         said(&app, "kitchen").await.contains(&d.text).then_some(())
     })
@@ -160,6 +185,58 @@ async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reache
     assert_eq!(of_type(&app, ReminderDue::EVENT_TYPE).await.len(), 1);
     assert_eq!(of_type(&app, ReminderDelivered::EVENT_TYPE).await.len(), 1);
     assert!(list(&app, "user").await.is_empty());
+    app.cleanup().await;
+}
+
+/// Whether `r` asks the persona for a due reminder's line (`prompts/reminder_message.md`).
+fn is_reminder_line(r: &ghost_testkit::fake_llm::RecordedRequest) -> bool {
+    r.system_text()
+        .is_some_and(|s| s.contains("has come due, and you say it"))
+}
+
+/// A reminder must arrive when the persona cannot word it: the model failing, or too slow
+/// for `reminders.voice.timeout_ms`, and it is said plainly, saying why in its outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_is_said_plainly_when_the_persona_cannot_word_it() {
+    let mut vars = SIMULATED.to_vec();
+    vars.push(("GHOST_REMINDERS__VOICE__TIMEOUT_MS", "1500"));
+    let app = TestApp::spawn(&vars).await;
+    app.llm.set_responder(|r| {
+        let task = r.last_user_json()["reminder"]["task"].clone();
+        match (is_reminder_line(r), task.as_str()) {
+            (true, Some("stretch")) => {
+                Script::failing(Failure::Status(500, "model crashed".into()))
+            }
+            (true, _) => Script::reply("too late").with_delay(Duration::from_secs(10)),
+            (false, _) => Script::reply("hello"),
+        }
+    });
+    app.chat("desk", "hi").await;
+    for (text, when) in [
+        ("stretch", "in 10 minutes"),
+        ("drink water", "in 11 minutes"),
+    ] {
+        let (status, made) = remind(
+            &app,
+            json!({"person": "user", "session_id": "desk", "text": text, "when": when}),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+    }
+    wait_listed(&app, "user", 2).await;
+    advance(&app, 11 * 60 + 1).await;
+    let delivered = wait_of_type(&app, ReminderDelivered::EVENT_TYPE, 2).await;
+    let mut said: Vec<ReminderDelivered> = delivered.iter().map(|e| e.decode().unwrap()).collect();
+    said.sort_by_key(|d| d.occurrence_at);
+    assert_eq!(said[0].text, "⏰ Reminder: stretch");
+    assert_eq!(said[0].voice, Voice::Plain);
+    let failed = said[0].plain_because.clone().unwrap_or_default();
+    assert!(failed.contains("wrote no line"), "{failed}");
+    assert_eq!(said[1].text, "⏰ Reminder: drink water");
+    let slow = said[1].plain_because.clone().unwrap_or_default();
+    assert!(slow.contains("did not word it within"), "{slow}");
+    settle().await;
+    assert_eq!(of_type(&app, ReminderDelivered::EVENT_TYPE).await.len(), 2);
     app.cleanup().await;
 }
 
@@ -202,7 +279,7 @@ async fn a_line_reminder_is_pushed_once_even_when_claimed_and_delivered_twice() 
         "a reminder is pushed: no reply token is fresh"
     );
     assert_eq!(d[1].to, "U1");
-    assert_eq!(d[1].texts, vec!["⏰ Reminder: call Mom".to_owned()]);
+    assert_eq!(d[1].texts, vec!["はーい\n⏰ call Mom".to_owned()]);
     let delivered = wait_of_type(&c.app, ReminderDelivered::EVENT_TYPE, 1).await;
     let due = of_type(&c.app, ReminderDue::EVENT_TYPE).await;
     assert_eq!(due.len(), 1);
@@ -295,8 +372,13 @@ async fn a_daily_reminder_comes_once_a_day() {
     assert_eq!(status, 201, "{made}");
     assert_eq!(made["rule"], "FREQ=DAILY;BYHOUR=8;BYMINUTE=0;BYSECOND=0");
     wait_listed(&app, "user", 1).await;
+    // A minute past each 8:00: a flat day from whatever hour the test runs at would land
+    // more than `max_lateness_secs` after it from 14:00 UTC on, and it would be dropped as
+    // missed, not said.
+    let due: DateTime<Utc> = made["due_at"].as_str().unwrap().parse().unwrap();
+    let first = (due - Utc::now()).num_seconds().max(0) as u64 + 60;
     for day in 1..=3 {
-        advance(&app, 86_400).await;
+        advance(&app, if day == 1 { first } else { 86_400 }).await;
         wait_of_type(&app, ReminderDelivered::EVENT_TYPE, day).await;
     }
     settle().await;
@@ -449,8 +531,9 @@ fn next_local(after: DateTime<Utc>, zone: &str, hour: u32, tomorrow: bool) -> Da
     ghost_shared::reminders::recurrence::local_to_utc(local, tz).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remind_commands_resolve_in_each_persons_zone_and_list_and_cancel_by_chat() {
+/// The whole stack on the simulated clock, "user" in Tokyo and "bob" in New York, the
+/// persona answering "OK!".
+async fn spawn_in_two_zones() -> TestApp {
     let app = TestApp::spawn_adjusted(&ghost::stack::ServiceName::ALL, &SIMULATED, |c| {
         let zones = &mut c.ghost.reminders.time_zones;
         zones.insert("user".into(), "Asia/Tokyo".into());
@@ -458,6 +541,12 @@ async fn remind_commands_resolve_in_each_persons_zone_and_list_and_cancel_by_cha
     })
     .await;
     app.llm.set_default(Script::reply("OK!"));
+    app
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remind_commands_resolve_in_each_persons_zone_and_list_and_cancel_by_chat() {
+    let app = spawn_in_two_zones().await;
     let chat = |user: &'static str, text: &'static str| {
         let app = &app;
         async move {
@@ -545,10 +634,7 @@ async fn a_remind_command_on_line_is_pushed_back_to_line_once() {
     let d = c.line_deliveries(2).await;
     assert_eq!(d[1].endpoint, "push");
     assert_eq!(d[1].to, "U7");
-    assert_eq!(
-        d[1].texts,
-        vec!["⏰ Reminder: take the pasta out".to_owned()]
-    );
+    assert_eq!(d[1].texts, vec!["了解!\n⏰ take the pasta out".to_owned()]);
     // LINE redelivers the command: nothing new is scheduled or sent.
     let again = body.replace(r#""isRedelivery":false"#, r#""isRedelivery":true"#);
     assert_eq!(c.post_line_signed(&again).await, 200);
@@ -603,16 +689,13 @@ async fn slack_and_telegram_reminders_go_back_to_their_thread_and_chat_once() {
     assert_eq!(slack[1].endpoint, "chat.postMessage");
     assert_eq!(slack[1].to, "C1");
     assert_eq!(slack[1].thread_ts.as_deref(), Some("1700000001.000100"));
-    assert_eq!(
-        slack[1].texts,
-        vec!["⏰ Reminder: slack stretch".to_owned()]
-    );
+    assert_eq!(slack[1].texts, vec!["sure\n⏰ slack stretch".to_owned()]);
     let telegram = c.telegram_deliveries(2).await;
     assert_eq!(telegram[1].endpoint, "sendMessage");
     assert_eq!(telegram[1].to, "4242");
     assert_eq!(
         telegram[1].texts,
-        vec!["⏰ Reminder: telegram stretch".to_owned()]
+        vec!["sure\n⏰ telegram stretch".to_owned()]
     );
     wait_of_type(&c.app, ReminderDelivered::EVENT_TYPE, 2).await;
     settle().await;
@@ -627,6 +710,18 @@ async fn slack_and_telegram_reminders_go_back_to_their_thread_and_chat_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_after_line_took_the_push_and_before_it_was_recorded_pushes_once() {
+    killed_delivering_a_line_reminder("gateway.before_reminder_outcome", 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_after_the_line_was_worded_and_before_the_push_pushes_once() {
+    killed_delivering_a_line_reminder("gateway.before_reminder_send", 1).await;
+}
+
+/// A gateway armed with `fault` dies delivering a LINE reminder, when LINE has been sent
+/// `sent_at_crash` messages (the reply to "hello", and the push if it went out); a healthy
+/// gateway takes the redelivery: exactly one push of the reminder, one outcome.
+async fn killed_delivering_a_line_reminder(fault: &str, sent_at_crash: usize) {
     use ghost::stack::ServiceName;
     use ghost_testkit::testing::free_loopback_addr;
     let others: Vec<ServiceName> = ServiceName::ALL
@@ -641,7 +736,7 @@ async fn a_gateway_killed_after_line_took_the_push_and_before_it_was_recorded_pu
     let mut doomed = c.app.spawn_child(
         "gateway",
         &[
-            ("GHOST_FAULTS", "gateway.before_reminder_outcome"),
+            ("GHOST_FAULTS", fault),
             ("GHOST_GATEWAY__LISTEN", &doomed_addr),
         ],
     );
@@ -688,18 +783,23 @@ async fn a_gateway_killed_after_line_took_the_push_and_before_it_was_recorded_pu
         .unwrap();
     assert_eq!(moved.status(), 200);
 
-    // LINE took the push; the gateway died before recording it.
+    // The gateway died at the fault: after the push (LINE took it) or before it.
     let status = tokio::time::timeout(Duration::from_secs(30), doomed.wait())
         .await
         .expect("the armed gateway crashes")
         .unwrap();
     assert!(!status.success());
-    assert_eq!(c.line.deliveries().len(), 2, "the push went through");
+    assert_eq!(
+        c.line.deliveries().len(),
+        sent_at_crash,
+        "sent before {fault}"
+    );
     assert!(of_type(&c.app, ReminderDelivered::EVENT_TYPE)
         .await
         .is_empty());
 
-    // A healthy gateway takes the redelivery: the same retry key, so LINE drops the resend.
+    // A healthy gateway takes the redelivery: it pushes what was not sent, and a resend of
+    // what was carries the same retry key, so LINE drops it.
     let healthy_addr = free_loopback_addr().unwrap();
     let healthy = c
         .app

@@ -165,3 +165,24 @@ pub async fn request<T: Serialize>(
         )
     })
 }
+
+/// `persona`'s mood now, or none when the mood service did not answer (a warning says what
+/// went without it): a message written from the mood is still written.
+pub async fn now_or_none(
+    bus: &Bus,
+    persona: &str,
+    timeout: Duration,
+    for_what: &str,
+) -> Option<MoodState> {
+    let query = MoodQuery {
+        persona: persona.to_owned(),
+        now: None,
+    };
+    match request(bus, GET_SUBJECT, &query, timeout).await {
+        Ok(answer) => Some(answer.state),
+        Err(e) => {
+            tracing::warn!(error = %e, for_what, "no mood");
+            None
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! /remind every monday at 7:00 take out the trash  (day, weekday, monday..sunday)
 //! /remind every month on 1 at 9:00 rent?
 //! /remind list | /remind cancel <n> | /remind move <n> <when>
+//! /remind zone Asia/Tokyo                          (the person's own zone; or a city: tokyo)
 //! ```
 //!
 //! `<n>` is a reminder's number in `/remind list` or the start of its id. Times are the
@@ -16,7 +17,7 @@
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SubsecRound, Utc};
 use chrono_tz::Tz;
 
-use super::recurrence::{local_to_utc, next_after, ReminderRuleError};
+use super::recurrence::{local_to_utc, next_after, zone_named, ReminderRuleError};
 
 /// When a reminder is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +78,18 @@ pub enum RemindCommand {
         /// The new time.
         when: When,
     },
+    /// The person's own time zone from now on.
+    Zone {
+        /// Its IANA name.
+        zone: String,
+    },
 }
 
 /// Why a `/remind` command is refused (said back to the person, so in plain words).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
     /// Nothing understood after `/remind`.
-    #[error("usage: /remind in 20 minutes <what> | at 9:00 <what> | tomorrow at 9 <what> | 2026-12-01 09:00 <what> | every monday at 7:00 <what> | list | cancel <n> | move <n> <when>")]
+    #[error("usage: /remind in 20 minutes <what> | at 9:00 <what> | tomorrow at 9 <what> | 2026-12-01 09:00 <what> | every monday at 7:00 <what> | list | cancel <n> | move <n> <when> | zone Asia/Tokyo")]
     Usage,
     /// A time that is not one.
     #[error("I could not read the time {0:?}")]
@@ -94,6 +100,9 @@ pub enum CommandError {
     /// Nothing to remind of.
     #[error("what should I remind you of?")]
     NoText,
+    /// A zone nobody has.
+    #[error("I do not know the time zone {0:?} (an IANA name such as Asia/Tokyo, or its city)")]
+    UnknownZone(String),
     /// The time or rule.
     #[error("{0}")]
     Rule(#[from] ReminderRuleError),
@@ -119,6 +128,14 @@ fn parse_words(words: &[&str], now: DateTime<Utc>, tz: Tz) -> Result<RemindComma
     match words.first().map(|w| w.to_ascii_lowercase()).as_deref() {
         None => Err(CommandError::Usage),
         Some("list") if words.len() == 1 => Ok(RemindCommand::List),
+        Some("zone") if words.len() >= 2 => {
+            let name = words[1..].join(" ");
+            zone_named(&name)
+                .map(|tz| RemindCommand::Zone {
+                    zone: tz.name().to_owned(),
+                })
+                .ok_or(CommandError::UnknownZone(name))
+        }
         Some("cancel") if words.len() == 2 => Ok(RemindCommand::Cancel {
             reference: words[1].to_owned(),
         }),
@@ -374,6 +391,16 @@ mod tests {
             parse_remind("/remind move 1 tomorrow at 10", now, tz),
             Some(Ok(RemindCommand::Move { .. }))
         ));
+        assert_eq!(
+            parse_remind("/remind zone new york", now, tz),
+            Some(Ok(RemindCommand::Zone {
+                zone: "America/New_York".into()
+            }))
+        );
+        assert_eq!(
+            parse_remind("/remind zone Atlantis", now, tz),
+            Some(Err(CommandError::UnknownZone("Atlantis".into())))
+        );
         assert_eq!(parse_remind("hello", now, tz), None);
         assert_eq!(parse_remind("/reminders", now, tz), None);
         assert_eq!(

@@ -34,6 +34,28 @@ pub fn parse_zone(name: &str) -> Result<Tz, ReminderRuleError> {
         .map_err(|_| ReminderRuleError::UnknownZone(name.to_owned()))
 }
 
+/// The zone a person names: an IANA name (`Asia/Tokyo`) or the city that ends one, in any
+/// case, with spaces for underscores (`tokyo`, `New York`); `None` when it names none or
+/// several.
+pub fn zone_named(name: &str) -> Option<Tz> {
+    let name = name.trim().trim_end_matches(['.', '!', '。']);
+    if let Ok(tz) = parse_zone(name) {
+        return Some(tz);
+    }
+    let wanted = name.to_lowercase().replace(' ', "_");
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut matching = chrono_tz::TZ_VARIANTS.iter().filter(|tz| {
+        let full = tz.name().to_lowercase();
+        full == wanted || full.rsplit('/').next() == Some(wanted.as_str())
+    });
+    match (matching.next(), matching.next()) {
+        (Some(one), None) => Some(*one),
+        _ => None,
+    }
+}
+
 /// The rule set of `rule` starting at `first`, seen in `tz`.
 fn rule_set(
     rule: &str,
@@ -97,6 +119,15 @@ mod tests {
 
     fn utc(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_zone_is_named_by_its_iana_name_or_its_city() {
+        assert_eq!(zone_named("Asia/Tokyo"), Some(chrono_tz::Asia::Tokyo));
+        assert_eq!(zone_named("tokyo"), Some(chrono_tz::Asia::Tokyo));
+        assert_eq!(zone_named("New York."), Some(chrono_tz::America::New_York));
+        assert_eq!(zone_named("Atlantis"), None);
+        assert_eq!(zone_named(""), None);
     }
 
     #[test]

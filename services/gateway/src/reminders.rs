@@ -4,11 +4,14 @@
 //!   reminder in the conversation `session_id` (where it is delivered; the person must have
 //!   spoken there, which says the channel and where to push). `at` is an RFC 3339 instant,
 //!   `when` a `/remind` time phrase ("in 20 minutes", "tomorrow at 9", "every monday at
-//!   7:00") read in the person's zone (`reminders.time_zones`, else `reminders.time_zone`);
+//!   7:00") read in the person's zone (the one they set, else `reminders.time_zones`, else
+//!   `reminders.time_zone`);
 //!   `rule` an RRULE repeating from `at`. A time counted from now ("in 20 minutes") that
 //!   would come in the person's quiet hours (`reminders.quiet_hours`) is due at their end,
 //!   and the answer's `held_from` says the time asked for;
-//! - `GET /api/reminders?person=P`: their reminders still to come, soonest first;
+//! - `GET /api/reminders?person=P`: their reminders still to come, soonest first; beside
+//!   them their zone (`time_zone`) and the conversations they have spoken in, the latest
+//!   first (`conversations`: where a new one can be said; the console's Reminders view);
 //! - `PUT /api/reminders/{id}` `{"person", "at" | "when", "rule"?}`: moved;
 //! - `DELETE /api/reminders/{id}?person=P`: cancelled.
 //!
@@ -102,14 +105,20 @@ struct Resolved {
 
 /// The time an `at`/`when` pair names, with its rule, resolved for `person` at `now`: a
 /// time counted from now that would come in their quiet hours waits until they end.
-fn resolve(
+async fn resolve(
     state: &AppState,
     person: &str,
     at: Option<DateTime<Utc>>,
     when: Option<&str>,
     rule: Option<String>,
 ) -> Result<Resolved, ApiError> {
-    let zone = state.ctx.config.ghost.reminders.zone_of(person).to_owned();
+    let zone = projection::zone_of(
+        state.ctx.store().pool(),
+        &state.ctx.config.ghost.reminders,
+        person,
+    )
+    .await
+    .map_err(|e| ApiError::internal("cannot read the person's time zone", e))?;
     let tz = parse_zone(&zone).map_err(|e| bad("invalid_time_zone", e.to_string()))?;
     let now = state.ctx.clock().now();
     let when = match (at, when) {
@@ -222,7 +231,7 @@ pub async fn create(State(state): State<AppState>, body: Body) -> Result<Respons
         when,
         zone,
         held_from,
-    } = resolve(&state, &r.person, r.at, r.when.as_deref(), r.rule)?;
+    } = resolve(&state, &r.person, r.at, r.when.as_deref(), r.rule).await?;
     let (channel, target) = conversation_of(&state, &r.session_id, &r.person).await?;
     let reminder_id = Uuid::new_v4();
     let scheduled = ReminderScheduled {
@@ -264,7 +273,42 @@ pub async fn list(
         .await
         .map_err(|e| ApiError::internal("cannot read reminders", e))?;
     let reminders: Vec<Value> = rows.iter().map(shown).collect();
-    Ok(Json(json!({ "person": p.person, "reminders": reminders })))
+    let conversations = spoken_in(&state, &p.person).await?;
+    let pool = state.ctx.store().pool();
+    let time_zone = projection::zone_of(pool, &state.ctx.config.ghost.reminders, &p.person)
+        .await
+        .map_err(|e| ApiError::internal("cannot read the person's time zone", e))?;
+    Ok(Json(json!({
+        "person": p.person,
+        "time_zone": time_zone,
+        "reminders": reminders,
+        "conversations": conversations,
+    })))
+}
+
+/// Most conversations [`spoken_in`] lists.
+const MAX_CONVERSATIONS: i64 = 20;
+
+/// The conversations `person` has spoken in, the one they spoke in last first: where a
+/// reminder of theirs can be said.
+async fn spoken_in(state: &AppState, person: &str) -> Result<Vec<Value>, ApiError> {
+    let rows: Vec<(String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT session_id, max(recorded_at) FROM assistant_text \
+         WHERE role = 'user' AND speaker = $1 \
+         GROUP BY session_id ORDER BY max(position) DESC LIMIT $2",
+    )
+    .bind(person)
+    .bind(MAX_CONVERSATIONS)
+    .fetch_all(state.ctx.store().pool())
+    .await
+    .map_err(|e| ApiError::internal("cannot read the conversations", e))?;
+    Ok(rows
+        .into_iter()
+        .map(|(session_id, at)| {
+            let channel = crate::people::channel_of_session(&session_id);
+            json!({ "session_id": session_id, "channel": channel.as_str(), "last_spoke_at": at })
+        })
+        .collect())
 }
 
 /// `person`'s reminder `id` still to come, or 404.
@@ -297,7 +341,7 @@ pub async fn change(
     let row = theirs(&state, &m.person, &id).await?;
     let Resolved {
         when, held_from, ..
-    } = resolve(&state, &m.person, m.at, m.when.as_deref(), m.rule)?;
+    } = resolve(&state, &m.person, m.at, m.when.as_deref(), m.rule).await?;
     // A recurring reminder moved by a phrase without a rule keeps its rule.
     let rule = when.rule().map(str::to_owned).or(row.rule.clone());
     let changed = ReminderChanged {

@@ -21,7 +21,7 @@ use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::DEFAULT_PERSON;
-use ghost_shared::mood_api::{self, MoodQuery};
+use ghost_shared::mood_api;
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
 use ghost_shared::service::{ServiceContext, ServiceError};
 use ghost_shared::store::ExpectedVersion;
@@ -81,18 +81,13 @@ impl MessageRenderer {
     async fn input(&self, recorded: &ActionResultRecorded) -> Value {
         let timeout =
             std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
-        let query = MoodQuery {
-            persona: self.character.name.clone(),
-            now: None,
-        };
-        let long_mood =
-            match mood_api::request(self.ctx.bus(), mood_api::GET_SUBJECT, &query, timeout).await {
-                Ok(answer) => Some(answer.state),
-                Err(e) => {
-                    warn!(error = %e, "no mood for the autonomy message");
-                    None
-                }
-            };
+        let long_mood = mood_api::now_or_none(
+            self.ctx.bus(),
+            &self.character.name,
+            timeout,
+            "the autonomy message",
+        )
+        .await;
         let now = self.ctx.clock().now_unix();
         let recent = recent_vad_average(self.ctx.store().pool(), &self.character.name, now)
             .await

@@ -7,6 +7,8 @@
 //! - [`autonomy_message`]: the persona's message about an autonomous action (stored, then
 //!   published; nothing when the render fails);
 //! - [`recall`]: what the persona remembers before it replies (seed 001 B-1/B-2);
+//! - [`reminder_voice`]: a due reminder's line in the persona's words (core NATS
+//!   request/reply; the gateway says it plainly when none comes);
 //! - [`embeddings`]: everything said (and every state) embedded when it is said, a
 //!   projection off the reply's path, so recall embeds only its query;
 //! - [`routing_notes`]: what routing adds to a reply (declaration line, summary, notices);
@@ -18,6 +20,7 @@ pub mod embeddings;
 pub mod next_speaker;
 pub mod prompt;
 pub mod recall;
+pub mod reminder_voice;
 pub mod render;
 pub mod routing_notes;
 pub mod stage;
@@ -106,6 +109,11 @@ pub async fn start(ctx: ServiceContext) -> Result<ServiceHandle, ServiceError> {
         ctx.consumer(autonomy_message::CONSUMES)?,
         Arc::new(autonomy_message::MessageRenderer::new(ctx.clone())?),
     ));
+    if ctx.config.ghost.reminders.voice.enabled {
+        let voice = Arc::new(reminder_voice::ReminderVoice::new(ctx.clone())?);
+        let requests = voice.subscribe().await?;
+        handle.spawn(voice.serve(requests));
+    }
     stage::start(&ctx, &mut handle)?;
     Ok(handle)
 }

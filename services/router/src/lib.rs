@@ -48,6 +48,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::reminders::events::ReminderScheduled,
         ghost_shared::reminders::events::ReminderChanged,
         ghost_shared::reminders::events::ReminderCancelled,
+        ghost_shared::reminders::events::ReminderZoneSet,
     ],
     metrics_port_offset: 1,
     projections: |_| projections(),

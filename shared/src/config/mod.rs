@@ -28,7 +28,7 @@ pub use coder::{CoderSettings, MIN_DAILY_TOKEN_CAP};
 pub use env::RESERVED_ENV;
 pub use memory::MemorySettings;
 pub use model::{ModelSettings, DEFAULT_EMBEDDING_DIR, DEFAULT_MODEL_FILE};
-pub use reminders::ReminderSettings;
+pub use reminders::{ReminderSettings, ReminderVoiceSettings};
 pub use secrets::{Secret, Secrets};
 pub use settings::*;
 pub use stage::StageSettings;

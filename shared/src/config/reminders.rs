@@ -2,6 +2,7 @@
 //! (issue 46; the rules are `ghost_domain::reminders`).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -40,6 +41,40 @@ pub struct ReminderSettings {
     pub quiet_hours: Option<QuietHours>,
     /// Per person (speaker id), their quiet hours.
     pub person_quiet_hours: BTreeMap<String, QuietHours>,
+    /// How an occurrence is worded: in the persona's voice, or plainly.
+    pub voice: ReminderVoiceSettings,
+}
+
+/// `reminders.voice:`: the persona says a reminder in its own words (a short line from its
+/// model, with its mood and what it knows of the person), the task always after it as it
+/// was asked. A reminder must arrive even when the model cannot word it: then, and for an
+/// occurrence that waited too long to be worded, it is said plainly.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReminderVoiceSettings {
+    /// Whether the persona words reminders (false: every one is said plainly).
+    pub enabled: bool,
+    /// The persona's prompt for the line (after its persona rules).
+    pub prompt_file: PathBuf,
+    /// How long the gateway waits for the line before saying the reminder plainly.
+    pub timeout_ms: u64,
+    /// An occurrence whose delivery starts more than this long (real seconds) after it was
+    /// claimed is said plainly: on time matters more than the voice (10,000 due at once).
+    pub within_secs: u64,
+    /// The line's token budget.
+    pub max_tokens: u32,
+}
+
+impl Default for ReminderVoiceSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            prompt_file: PathBuf::from("prompts/reminder_message.md"),
+            timeout_ms: 30_000,
+            within_secs: 60,
+            max_tokens: 64,
+        }
+    }
 }
 
 impl Default for ReminderSettings {
@@ -55,6 +90,7 @@ impl Default for ReminderSettings {
             max_lateness_secs: 6 * 3600,
             quiet_hours: None,
             person_quiet_hours: BTreeMap::new(),
+            voice: ReminderVoiceSettings::default(),
         }
     }
 }
@@ -108,6 +144,13 @@ impl ReminderSettings {
                 "grace_secs must be 0 or more and max_lateness_secs at least grace_secs",
             ));
         }
+        if self.voice.timeout_ms == 0 {
+            return Err(ConfigError::invalid(
+                "reminders.voice.timeout_ms",
+                "must be more than 0 (to say every reminder plainly, set voice.enabled: false)",
+            ));
+        }
+        super::settings::at_least_tokens("reminders.voice.max_tokens", self.voice.max_tokens)?;
         Ok(())
     }
 

@@ -10,6 +10,7 @@ use ghost_domain::reminders::Lateness;
 
 use crate::envelope::EventPayload;
 use crate::events::{Channel, ReplyTarget};
+use crate::reminders::voice::Voice;
 
 /// The step a `ReminderDelivered` or `ReminderMissed` id derives from (with its
 /// `ReminderDue`): the two share it, so an occurrence has one outcome.
@@ -145,6 +146,12 @@ pub struct ReminderDelivered {
     /// Whether it went out late (with a note saying so).
     #[serde(default)]
     pub late: bool,
+    /// Whether the persona worded it (its line, then the task) or it was said plainly.
+    #[serde(default)]
+    pub voice: Voice,
+    /// Why it was said plainly, when the persona's line was asked for and did not come.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plain_because: Option<String>,
     /// The platform calls that delivered it (none in an HTTP conversation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<String>,
@@ -180,4 +187,20 @@ pub struct ReminderMissed {
 
 impl EventPayload for ReminderMissed {
     const EVENT_TYPE: &'static str = "ReminderMissed";
+}
+
+/// A person set their own time zone (in a conversation): local times they say from then on
+/// are read in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReminderZoneSet {
+    /// Whose.
+    pub person: String,
+    /// The conversation it was said in.
+    pub session_id: String,
+    /// The IANA zone (`Asia/Tokyo`).
+    pub time_zone: String,
+}
+
+impl EventPayload for ReminderZoneSet {
+    const EVENT_TYPE: &'static str = "ReminderZoneSet";
 }

@@ -8,12 +8,15 @@
 //! - [`scheduler`]: claims due rows with `FOR UPDATE SKIP LOCKED` on the system's clock
 //!   (`ghost_now()`), so several instances share the work and a restart loses nothing, and
 //!   appends one `ReminderDue` per occurrence (its id derives from the reminder and the
-//!   occurrence: a second claim appends nothing).
+//!   occurrence: a second claim appends nothing);
+//! - [`voice`]: how the gateway asks the persona for a reminder's line (core NATS
+//!   request/reply), and what is said when no line comes.
 //!
 //! The pure rules (time zones, RRULEs, `/remind`, lateness) are `ghost_domain::reminders`.
 
 pub mod events;
 pub mod projection;
 pub mod scheduler;
+pub mod voice;
 
 pub use ghost_domain::reminders::*;

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::events::{ReminderCancelled, ReminderChanged, ReminderDue, ReminderScheduled};
+use super::events::{
+    ReminderCancelled, ReminderChanged, ReminderDue, ReminderScheduled, ReminderZoneSet,
+};
 use crate::envelope::RecordedEvent;
 use crate::projector::{Projection, ProjectionError};
 
@@ -15,7 +17,9 @@ pub const NAME: &str = "reminders";
 
 crate::event_enum! {
     /// What the projection applies.
-    pub enum ReminderChange { ReminderScheduled, ReminderChanged, ReminderCancelled, ReminderDue }
+    pub enum ReminderChange {
+        ReminderScheduled, ReminderChanged, ReminderCancelled, ReminderDue, ReminderZoneSet
+    }
 }
 
 /// The `reminders` table's writer.
@@ -42,6 +46,22 @@ impl Projection for RemindersProjection {
         match change {
             None => Ok(()),
             Some(ReminderChange::ReminderScheduled(s)) => scheduled(tx, event, &s).await,
+            Some(ReminderChange::ReminderZoneSet(z)) => {
+                // The latest by position wins, also when a rebuild replays them.
+                sqlx::query(
+                    "INSERT INTO reminder_zones (person, time_zone, set_at, position) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (person) DO UPDATE \
+                     SET time_zone = $2, set_at = $3, position = $4 \
+                     WHERE reminder_zones.position < $4",
+                )
+                .bind(&z.person)
+                .bind(&z.time_zone)
+                .bind(event.recorded_at)
+                .bind(event.position)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
             Some(ReminderChange::ReminderChanged(c)) => {
                 sqlx::query(
                     "UPDATE reminders SET due_at = $2, first_at = $2, rule = $3, \
@@ -184,6 +204,25 @@ pub async fn upcoming(pool: &sqlx::PgPool, person: &str) -> Result<Vec<ReminderR
     .bind(person)
     .fetch_all(pool)
     .await
+}
+
+/// The time zone `person` set themselves, if they did.
+pub async fn zone_set_by(pool: &sqlx::PgPool, person: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT time_zone FROM reminder_zones WHERE person = $1")
+        .bind(person)
+        .fetch_optional(pool)
+        .await
+}
+
+/// `person`'s time zone: the one they set, else the configuration's.
+pub async fn zone_of(
+    pool: &sqlx::PgPool,
+    settings: &crate::config::ReminderSettings,
+    person: &str,
+) -> Result<String, sqlx::Error> {
+    Ok(zone_set_by(pool, person)
+        .await?
+        .unwrap_or_else(|| settings.zone_of(person).to_owned()))
 }
 
 /// One of `person`'s reminders, by id (`None` when it is someone else's or unknown).

@@ -8,10 +8,15 @@
 //! from the `ReminderDue` ([`STEP_OUTCOME`]); a stored outcome means done, so a redelivered
 //! message or a second gateway sends nothing.
 //!
+//! Said in the persona's voice: its line (asked on core NATS, see
+//! [`ghost_shared::reminders::voice`]), then the task as it was asked; plainly when no line
+//! comes in time or the occurrence waited too long to be delivered.
+//!
 //! Late occurrences (Ghost was down when they came due) carry a note; past
 //! `reminders.max_lateness_secs` only a notice that it was missed is sent.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tracing::{info, warn};
@@ -22,6 +27,7 @@ use ghost_shared::events::{Channel, ReplyTarget};
 use ghost_shared::reminders::events::{
     ReminderDelivered, ReminderDue, ReminderMissed, STEP_OUTCOME,
 };
+use ghost_shared::reminders::voice::{self, Voice, WordingRequest};
 use ghost_shared::reminders::Lateness;
 use ghost_shared::store::ExpectedVersion;
 
@@ -53,7 +59,7 @@ fn local(at: DateTime<Utc>, zone: &str) -> String {
     }
 }
 
-/// What is said for an occurrence.
+/// What is said for an occurrence when the persona does not word it.
 pub fn reminder_text(due: &ReminderDue) -> String {
     let when = local(due.occurrence_at, &due.time_zone);
     match due.lateness {
@@ -67,6 +73,27 @@ pub fn reminder_text(due: &ReminderDue) -> String {
             due.text
         ),
     }
+}
+
+/// What is said for an occurrence the persona worded: its line, then the task as it was
+/// asked (a small model's line may leave the task out; the person must still read it).
+pub fn worded_text(line: &str, due: &ReminderDue) -> String {
+    let line = line.trim();
+    match due.lateness {
+        Lateness::Late => format!(
+            "{line}\n⏰ {} (late — due at {})",
+            due.text,
+            local(due.occurrence_at, &due.time_zone)
+        ),
+        _ => format!("{line}\n⏰ {}", due.text),
+    }
+}
+
+/// What is said, and who worded it (with why it was said plainly, if the persona was asked).
+struct Said {
+    text: String,
+    voice: Voice,
+    plain_because: Option<String>,
 }
 
 /// Where a platform message goes: a push (a reply token is long gone by now).
@@ -104,7 +131,8 @@ impl EventHandler for ReminderDeliverer {
             info!(reminder = %due.reminder_id, "reminder occurrence already handled");
             return Ok(());
         }
-        let text = reminder_text(&due);
+        let said = self.words(&event, &due).await;
+        let text = &said.text;
         let outcome = if due.channel == Channel::Http {
             // The outcome event is the message in the conversation.
             DeliveryOutcome::Delivered(Vec::new())
@@ -112,23 +140,71 @@ impl EventHandler for ReminderDeliverer {
             match (&due.target, d.platforms.get(due.channel)) {
                 (Some(target), Some(platform)) => {
                     let out = d.outbound(&event, &due.session_id);
-                    platform.deliver(&out, &push_target(target), &text).await?
+                    ghost_shared::fault::point("gateway.before_reminder_send");
+                    platform.deliver(&out, &push_target(target), text).await?
                 }
                 _ => DeliveryOutcome::no_target(),
             }
         };
-        self.record(&event, &due, text, outcome).await
+        self.record(&event, &due, said, outcome).await
     }
 }
 
 impl ReminderDeliverer {
+    /// The occurrence's words: the persona's line and the task, or plainly when the voice is
+    /// off, the occurrence is a missed notice, it waited past `voice.within_secs` since it
+    /// was claimed, or no line came in time.
+    async fn words(&self, event: &RecordedEvent, due: &ReminderDue) -> Said {
+        let plain = |because: Option<String>| Said {
+            text: reminder_text(due),
+            voice: Voice::Plain,
+            plain_because: because,
+        };
+        let settings = &self.deliverer.ctx.config.ghost.reminders.voice;
+        if !settings.enabled || due.lateness == Lateness::Missed {
+            return plain(None);
+        }
+        let waited = (Utc::now() - event.recorded_at).num_seconds();
+        if waited > settings.within_secs as i64 {
+            return plain(Some(format!(
+                "waited {waited}s since it was claimed (voice.within_secs {})",
+                settings.within_secs
+            )));
+        }
+        let request = WordingRequest {
+            person: due.person.clone(),
+            session_id: due.session_id.clone(),
+            task: due.text.clone(),
+            due_at: due.occurrence_at,
+            time_zone: due.time_zone.clone(),
+            late: due.lateness == Lateness::Late,
+        };
+        let timeout = Duration::from_millis(settings.timeout_ms);
+        match voice::request(self.deliverer.ctx.bus(), &request, timeout).await {
+            Ok(line) => Said {
+                text: worded_text(&line, due),
+                voice: Voice::Persona,
+                plain_because: None,
+            },
+            Err(e) => {
+                warn!(reminder = %due.reminder_id, error = %e, "reminder said plainly");
+                plain(Some(e.to_string()))
+            }
+        }
+    }
+
     async fn record(
         &self,
         cause: &RecordedEvent,
         due: &ReminderDue,
-        text: String,
+        said: Said,
         outcome: DeliveryOutcome,
     ) -> Result<(), HandlerError> {
+        let Said {
+            text,
+            voice,
+            plain_because,
+        } = said;
         let ctx = &self.deliverer.ctx;
         let service = ctx.service;
         let e = match (outcome, due.lateness) {
@@ -143,6 +219,8 @@ impl ReminderDeliverer {
                     speaker: ctx.config.ghost.persona.character.clone(),
                     text,
                     late: due.lateness == Lateness::Late,
+                    voice,
+                    plain_because,
                     calls,
                 };
                 NewEvent::caused_by(cause, STEP_OUTCOME, &delivered, service)
