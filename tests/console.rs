@@ -14,6 +14,8 @@ mod activity;
 mod chat_view;
 #[path = "console/mood.rs"]
 mod mood_view;
+#[path = "console/reminders.rs"]
+mod reminders_view;
 #[path = "console/stage.rs"]
 mod stage_view;
 

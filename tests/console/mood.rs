@@ -6,7 +6,9 @@
 use ghost::stack::ServiceName;
 use serde_json::{json, Value};
 
-use crate::support::console::{fits_the_screen, js, screenshot, shown, sign_in, text_of, WIDTHS};
+use crate::support::console::{
+    fits_the_screen, gap_below, screenshot, shown, sign_in, text_of, WIDTHS,
+};
 use crate::support::webdriver::Driver;
 use crate::support::{TestApp, TOKEN};
 
@@ -70,15 +72,8 @@ async fn a_persona_that_does_not_exist_is_refused_at_its_field_and_by_the_api() 
             assert!(!refused.contains(internal), "{refused}");
         }
         // Beside the field it is about, not at the bottom of the page.
-        let gap = js(
-            &browser,
-            "document.getElementById('mood-persona-error').getBoundingClientRect().top - document.getElementById('mood-persona').getBoundingClientRect().bottom",
-        )
-        .await;
-        assert!(
-            gap.as_f64().unwrap_or(999.0) < 40.0,
-            "{width}: {gap}px away"
-        );
+        let gap = gap_below(&browser, "mood-persona-error", "mood-persona").await;
+        assert!(gap < 40.0, "{width}: {gap}px away");
         assert!(!shown(&browser, "#mood-summary").await, "no mood of nobody");
         let card = text_of(&browser, "#mood-current", |t| !t.is_empty()).await;
         assert!(!card.contains("nobody"), "{card}");

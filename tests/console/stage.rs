@@ -10,22 +10,10 @@ use ghost::stack::ServiceName;
 use ghost_testkit::fake_llm::Script;
 
 use crate::support::console::{
-    fits_the_screen, js, n_texts, screenshot, sign_in, text_of, texts, until, WIDTHS,
+    fits_the_screen, gap_below, js, n_texts, screenshot, sign_in, text_of, texts, until, WIDTHS,
 };
 use crate::support::webdriver::{Browser, Driver};
 use crate::support::TestApp;
-
-/// How far below the bottom of `field` the top of `error` is drawn, in px.
-async fn gap(browser: &Browser, error: &str, field: &str) -> f64 {
-    let e = js(
-        browser,
-        &format!(
-            "document.getElementById('{error}').getBoundingClientRect().top - document.getElementById('{field}').getBoundingClientRect().bottom"
-        ),
-    )
-    .await;
-    e.as_f64().unwrap_or(f64::MAX)
-}
 
 async fn disabled(browser: &Browser, css: &str) -> bool {
     let element = browser.find(css).await.expect(css);
@@ -65,7 +53,7 @@ async fn a_stage_starts_from_its_name_and_topic_rejoins_and_leaves_nothing_stale
         browser.click("#stage-connect").await;
         let error = text_of(&browser, "#stage-id-error", |t| !t.is_empty()).await;
         assert!(error.contains("letters, digits"), "{error}");
-        let below = gap(&browser, "stage-id-error", "stage-id").await;
+        let below = gap_below(&browser, "stage-id-error", "stage-id").await;
         assert!(
             (0.0..40.0).contains(&below),
             "{width}: {below}px below the field"
@@ -96,7 +84,7 @@ async fn a_stage_starts_from_its_name_and_topic_rejoins_and_leaves_nothing_stale
         browser.click("#stage-send").await;
         let error = text_of(&browser, "#stage-error", |t| !t.is_empty()).await;
         assert!(error.contains("too long"), "{error}");
-        let below = gap(&browser, "stage-error", "stage-form").await;
+        let below = gap_below(&browser, "stage-error", "stage-form").await;
         assert!(
             (0.0..40.0).contains(&below),
             "{width}: {below}px below the topic"

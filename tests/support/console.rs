@@ -96,6 +96,20 @@ pub async fn shown(browser: &Browser, css: &str) -> bool {
         == json!(true)
 }
 
+/// How far below the bottom of the element with id `field` the top of the one with id
+/// `error` is drawn, in px (a problem is said beside the field it is about).
+pub async fn gap_below(browser: &Browser, error: &str, field: &str) -> f64 {
+    let (error, field) = (json!(error), json!(field));
+    let gap = js(
+        browser,
+        &format!(
+            "document.getElementById({error}).getBoundingClientRect().top - document.getElementById({field}).getBoundingClientRect().bottom"
+        ),
+    )
+    .await;
+    gap.as_f64().unwrap_or(f64::MAX)
+}
+
 /// Waits until the page's address ends with `hash`.
 pub async fn at(browser: &Browser, hash: &str) {
     eventually(PATIENCE, hash, || async {

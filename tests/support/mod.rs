@@ -140,6 +140,27 @@ impl TestApp {
         req.send().await.expect("request")
     }
 
+    /// A call of the API with the token (`body` sent as JSON): its status and its JSON
+    /// answer (`null` when it has none).
+    pub async fn api(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let request = self
+            .http
+            .request(method, format!("{}{path}", self.base_url))
+            .bearer_auth(TOKEN);
+        let request = match body {
+            Some(body) => request.json(body),
+            None => request,
+        };
+        let response = request.send().await.expect("API request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
     /// `POST /api/autonomy/tick`, accepted; the tick's event id.
     pub async fn tick(&self) -> String {
         let response = self

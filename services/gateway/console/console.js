@@ -10,14 +10,17 @@
 //   a whole person forgotten with POST /api/memory/forget-person,
 //   each corrected or forgotten with POST /api/memory/edits (then read again until the change
 //   lands). Under each reply in Chat, the memories recall selected for it
-//   (GET /api/recalls/<reply event id>), each a link to it in Memory.
+//   (GET /api/recalls/<reply event id>), each a link to it in Memory;
+// - Reminders: a person's reminders to come (GET /api/reminders), moved, cancelled and added
+//   (PUT, DELETE, POST), each change confirmed once the list shows it.
 // Each view has its own address (#/chat/<session>, #/chats, #/activity, #/stage/<id>,
-// #/mood, #/memory?persona=&person=&state=<id>|preference=<domain>/<key>/<polarity>). The token stays in this tab's session storage and goes in no URL: the live
-// socket takes it in its first frame, the other sockets as a subprotocol. All text goes in
-// with textContent, never as HTML. Plain browser JavaScript: no build step.
+// #/mood, #/memory?persona=&person=&state=<id>|preference=<domain>/<key>/<polarity>,
+// #/reminders?person=). The token stays in this tab's session storage and goes in no URL:
+// the live socket takes it in its first frame, the other sockets as a subprotocol. All text
+// goes in with textContent, never as HTML. Plain browser JavaScript: no build step.
 // This file: words, the API and sockets, signing in and out, addresses, Chat. Each other view
-// has its own file (activity.js, stage.js, mood.js, memory.js), loaded after this one; they
-// share its globals.
+// has its own file (activity.js, stage.js, mood.js, memory.js, reminders.js), loaded after
+// this one; they share its globals.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -314,6 +317,7 @@ function signOut(message) {
   $("mood-personas").replaceChildren();
   memoryPeople.clear();
   memoryRead = { evidence: {}, preference_evidence: {}, history: {} };
+  clearReminders();
   for (const id of ["chat-text", "stage-text", "stage-id", "mood-persona", "new-session", "memory-persona"]) $(id).value = "";
   for (const id of ["chat-notice", "stage-error", "stage-id-error", "mood-error", "mood-persona-error", "memory-error", "memory-edit-error"]) showNotice($(id), "");
   for (const id of ["chat-title", "chat-sub", "activity-note", "memory-note"]) $(id).textContent = "";
@@ -335,7 +339,7 @@ $("sign-out").addEventListener("click", () => signOut("Signed out."));
 
 // --- Views and addresses ---------------------------------------------------------------------
 /** #/chat/<session>[/<event id>], #/chats, #/activity, #/stage[/<id>], #/mood,
- * #/memory[?persona=&person=&state=|preference=]. */
+ * #/memory[?persona=&person=&state=|preference=], #/reminders[?person=]. */
 function route() {
   if (!state.signedIn) return;
   const hash = location.hash.replace(/^#\/?/, "");
@@ -345,7 +349,7 @@ function route() {
     try { return decodeURIComponent(p); } catch (_) { return ""; }
   });
   let view = parts[0] || "chat";
-  if (!["chat", "chats", "activity", "stage", "mood", "memory"].includes(view)) view = "chat";
+  if (!["chat", "chats", "activity", "stage", "mood", "memory", "reminders"].includes(view)) view = "chat";
   const section = view === "chats" ? "chat" : view;
   for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + section;
   for (const tab of document.querySelectorAll("#tabs a")) {
@@ -381,7 +385,8 @@ function route() {
     loadMemory();
   }
   if (section === "memory") openMemory(query);
-  document.title = { chat: "Chat", chats: "Conversations", activity: "Activity", stage: "Stage", mood: "Mood", memory: "Memory" }[view] + " · Ghost console";
+  if (section === "reminders") openReminders(query, entering);
+  document.title = { chat: "Chat", chats: "Conversations", activity: "Activity", stage: "Stage", mood: "Mood", memory: "Memory", reminders: "Reminders" }[view] + " · Ghost console";
 }
 window.addEventListener("hashchange", route);
 
@@ -680,13 +685,23 @@ function recallHref(id, persona) {
   return "";
 }
 
+/** How long to wait before each ask for a reply's recall (ms). */
+const RECALL_RETRY_MS = [0, 500, 1000, 2000, 4000, 8000];
+
 /** Under a reply, the memories recall selected for it (nothing when none). `data-recall`
  * says how it went: loading, none, shown, or failed. */
 async function showRecalls(li, eventId) {
   if (li.dataset.recall) return;
   li.dataset.recall = "loading";
   try {
-    const answer = await api("GET", "/api/recalls/" + encodeURIComponent(eventId));
+    // The recall is recorded off the reply's path, so it can land a moment after the reply
+    // ends: "none recorded" (`recall: null`) is asked again a few times before it means none.
+    let answer;
+    for (const wait of RECALL_RETRY_MS) {
+      await new Promise((done) => setTimeout(done, wait));
+      answer = await api("GET", "/api/recalls/" + encodeURIComponent(eventId));
+      if (!answer.ok || (answer.body && answer.body.recall)) break;
+    }
     const recall = answer.ok && answer.body && answer.body.recall;
     if (!recall) {
       li.dataset.recall = answer.ok ? "none" : "failed";

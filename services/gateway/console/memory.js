@@ -41,16 +41,21 @@ function memoryAddress() {
   return "#/memory" + (query ? "?" + query : "");
 }
 
-function memoryChosen() {
-  const address = memoryAddress();
-  if (location.hash === address) loadMemoryView();
-  else location.hash = address;
+/** A view's chooser: submitting `form` or changing `select` goes to the address `address()`
+ * gives, or reads the view again (`load`) when it is there already. */
+function chooser(form, select, address, load) {
+  const chosen = () => {
+    const wanted = address();
+    if (location.hash === wanted) load();
+    else location.hash = wanted;
+  };
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    chosen();
+  });
+  select.addEventListener("change", chosen);
 }
-$("memory-which").addEventListener("submit", (e) => {
-  e.preventDefault();
-  memoryChosen();
-});
-$("memory-person").addEventListener("change", memoryChosen);
+chooser($("memory-which"), $("memory-person"), memoryAddress, loadMemoryView);
 
 /** The view as the address says: persona, person, and the memory to mark. */
 function openMemory(query) {
@@ -62,9 +67,9 @@ function openMemory(query) {
   loadMemoryView();
 }
 
-/** The person list: everyone, then each person named, by name (the one chosen stays). */
-function personOptions(persons) {
-  const select = $("memory-person");
+/** A person list (Memory's, or `select`): its first option, then each person named, by
+ * name (the one chosen stays). */
+function personOptions(persons, select = $("memory-person")) {
   const known = new Set([...select.options].map((o) => o.value));
   for (const p of [...persons].sort()) {
     if (p && !known.has(p)) {

@@ -13,6 +13,7 @@ const STAGE: &str = include_str!("../console/stage.js");
 const MOOD: &str = include_str!("../console/mood.js");
 const MEMORY: &str = include_str!("../console/memory.js");
 const MEMORY_CARDS: &str = include_str!("../console/memory-cards.js");
+const REMINDERS: &str = include_str!("../console/reminders.js");
 const STYLE: &str = include_str!("../console/console.css");
 
 // Its routes are in [`crate::routes::ROUTES`] (no token: the page itself asks for it).
@@ -55,6 +56,11 @@ pub async fn memory_script() -> Response {
 /// `GET /console/memory-cards.js`: the Memory view's cards.
 pub async fn memory_cards_script() -> Response {
     asset("text/javascript; charset=utf-8", MEMORY_CARDS)
+}
+
+/// `GET /console/reminders.js`: the Reminders view.
+pub async fn reminders_script() -> Response {
+    asset("text/javascript; charset=utf-8", REMINDERS)
 }
 
 /// `GET /console/console.css`.

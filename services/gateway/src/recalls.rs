@@ -1,5 +1,6 @@
 //! `GET /api/recalls/{event_id}`: what a reply recalled (issue 12) — the `RecallPerformed`
-//! event of the reply `event_id` (an `AssistantReplied` id), or that event itself by its id.
+//! event of the reply `event_id` (an `AssistantReplied` id), or that event itself by its id;
+//! `"recall": null` for a reply with no recall recorded (yet), 404 for any other id.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -47,9 +48,13 @@ pub async fn get(
         event
     } else if event.is::<AssistantReplied>() {
         let cause = event.metadata.causation_id.ok_or_else(|| not_found(id))?;
-        get_event(&state, derive_event_id(cause, RECALL_STEP))
-            .await?
-            .ok_or_else(|| not_found(id))?
+        match get_event(&state, derive_event_id(cause, RECALL_STEP)).await? {
+            Some(recall) => recall,
+            // The reply is there and its recall is not (yet: it is recorded off the reply's
+            // path, or there was none): not an error, so a page asking right after the
+            // reply ends gets an answer, not a 404 in its log.
+            None => return Ok(Json(json!({ "event_id": null, "recall": null }))),
+        }
     } else {
         return Err(not_found(id));
     };

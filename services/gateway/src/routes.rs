@@ -72,6 +72,11 @@ pub const ROUTES: &[Route] = &[
         Open,
         get(console::memory_cards_script)
     ),
+    route!(
+        "/console/reminders.js",
+        Open,
+        get(console::reminders_script)
+    ),
     route!("/console/console.css", Open, get(console::style)),
     // One handler for every platform: the path names it ([`crate::channel::Platforms`]).
     route!("/webhooks/line", Webhook, post(webhooks::receive)),
