@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use ghost_testkit::fake_llm::{FakeLlm, Script};
-use ghost_testkit::fake_platforms::{FakeLine, FakeSlack};
+use ghost_testkit::fake_platforms::{Delivery, FakeLine, FakeSlack};
 use ghost_testkit::testing::{pipeline_idle, TestEnv};
 use serde::Serialize;
 
@@ -471,6 +471,10 @@ impl Message {
         }
     }
 
+    pub(crate) fn channel(&self) -> Channel {
+        self.channel
+    }
+
     pub(crate) fn session(run: &str, i: usize) -> String {
         format!("chaos-{run}-{i}")
     }
@@ -607,6 +611,18 @@ impl Message {
     }
 }
 
+/// What LINE and Slack were sent, but reminders (the cluster run asks for some in its LINE
+/// conversations): answers to the run's messages.
+pub(crate) fn answer_deliveries(line: &FakeLine, slack: &FakeSlack) -> Vec<Delivery> {
+    // Plain ("⏰ Reminder: …") or in the persona's words ("…\n⏰ task").
+    let reminder = |t: &String| t.contains("⏰ ") || t.starts_with("I missed a reminder");
+    line.deliveries()
+        .into_iter()
+        .chain(slack.deliveries())
+        .filter(|d| !d.texts.iter().any(reminder))
+        .collect()
+}
+
 /// Answers per message, in the order of `sent`.
 async fn count_answers(view: &Where<'_>, sent: &[(usize, Sent)]) -> Result<Vec<usize>> {
     let Where {
@@ -618,7 +634,7 @@ async fn count_answers(view: &Where<'_>, sent: &[(usize, Sent)]) -> Result<Vec<u
         slack,
     } = *view;
     let mut per_target: HashMap<String, usize> = HashMap::new();
-    for d in line.deliveries().into_iter().chain(slack.deliveries()) {
+    for d in answer_deliveries(line, slack) {
         *per_target.entry(d.to).or_default() += 1;
     }
     let mut answers = Vec::with_capacity(sent.len());

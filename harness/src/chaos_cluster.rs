@@ -16,6 +16,9 @@
 //!   senders) for `--partition-secs`;
 //! - `postgres-restart`: a fast shutdown of Postgres and a start.
 //!
+//! Reminders ([`reminders`]) are asked in the first window's LINE conversations before the
+//! first fault, due seconds apart while the faults happen; each must be pushed once.
+//!
 //! Per fault it reports the messages of its window (accepted, answered once, lost,
 //! duplicated), the time from the fault until the first of them is answered (answers flow
 //! again), and until every message in flight at the fault is answered. It cleans up every
@@ -24,6 +27,7 @@
 
 mod net;
 pub mod order;
+pub mod reminders;
 pub mod throughput;
 
 use std::collections::HashMap;
@@ -40,8 +44,8 @@ use ghost_testkit::testing::TestEnv;
 use serde::Serialize;
 
 use crate::chaos::{
-    api_token, overrides, send_all, settle, tally, ChaosArgs, Counts, Message, Sent, Traffic,
-    Where, AFFECT,
+    answer_deliveries, api_token, overrides, send_all, settle, tally, Channel, ChaosArgs, Counts,
+    Message, Sent, Traffic, Where, AFFECT,
 };
 use crate::children::{wait_ready, Children};
 use net::{Net, HOSTS, NODES};
@@ -152,6 +156,8 @@ pub struct ClusterReport {
     pub order: Option<order::OrderFigures>,
     /// Chat turns per second on the cluster (`--throughput-turns`), instead of the faults.
     pub throughput: Option<throughput::ThroughputFigures>,
+    /// The reminders due during the faults.
+    pub reminders: Option<reminders::ReminderFigures>,
     /// What the cleanup left.
     pub left_behind: LeftBehind,
 }
@@ -177,23 +183,29 @@ impl ClusterReport {
             problem_events: HashMap::new(),
             order: None,
             throughput: None,
+            reminders: None,
             left_behind: LeftBehind::default(),
         }
     }
 
-    /// Nothing lost, duplicated or refused, every fault recovered, nothing left behind, and
-    /// (for the order check) nothing reached the cloud.
+    /// Nothing lost, duplicated or refused, every fault recovered, every reminder said once,
+    /// nothing left behind, and (for the order check) nothing reached the cloud.
     pub fn clean(&self) -> bool {
         let faults_recovered = self
             .faults
             .iter()
             .all(|f| f.answers_flow_after_secs.is_some());
         let order_kept = self.order.as_ref().is_none_or(order::OrderFigures::kept);
+        let reminded = self
+            .reminders
+            .as_ref()
+            .is_none_or(reminders::ReminderFigures::once_each);
         self.total.lost == 0
             && self.total.duplicated == 0
             && self.total.accepted == self.total.sent
             && faults_recovered
             && order_kept
+            && reminded
             && self.left_behind.empty()
     }
 }
@@ -220,7 +232,7 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
     if !report.clean() {
         bail!(
             "chaos --cluster: {} lost, {} duplicated, {} of {} not accepted, faults recovered: \
-             {}, left behind: {:?}",
+             {}, reminders said once: {:?}, left behind: {:?}",
             report.total.lost,
             report.total.duplicated,
             report.total.sent - report.total.accepted,
@@ -229,6 +241,10 @@ pub async fn run(args: ChaosArgs) -> Result<()> {
                 .faults
                 .iter()
                 .all(|f| f.answers_flow_after_secs.is_some()),
+            report
+                .reminders
+                .as_ref()
+                .map(|r| format!("{} of {}", r.delivered_once, r.wanted)),
             report.left_behind
         );
     }
@@ -486,6 +502,17 @@ async fn drive(
         opened: Mutex::new(vec![None; faults.len() + 1]),
         started: AtomicUsize::new(0),
     });
+    // Reminders, one per ten messages, in turn to the LINE users of window 0, shared among
+    // the faults.
+    let reminder_persons: Vec<String> = (0..windows.first(1))
+        .filter(|i| Message::new(&run, *i).channel() == Channel::Line)
+        .map(|i| Message::line_user(&run, i))
+        .collect();
+    let wanted = if reminder_persons.is_empty() {
+        0
+    } else {
+        args.messages / 10
+    };
     let start = Instant::now();
     windows.open(0, Duration::from_secs(3));
 
@@ -530,12 +557,7 @@ async fn drive(
         while watching.load(Ordering::Relaxed) {
             let now = Instant::now();
             if let Ok(mut seen) = seen.lock() {
-                for d in fakes
-                    .line
-                    .deliveries()
-                    .into_iter()
-                    .chain(fakes.slack.deliveries())
-                {
+                for d in answer_deliveries(&fakes.line, &fakes.slack) {
                     seen.entry(d.to).or_insert(now);
                 }
             }
@@ -544,6 +566,7 @@ async fn drive(
     };
     let injector = async {
         let mut done = Vec::new();
+        let (mut sessions, mut asked) = (Vec::new(), Vec::new());
         for (k, (fault, target)) in faults.iter().enumerate() {
             let w = k + 1;
             // Everything of the earlier windows is on its way, and the last fault healed a
@@ -551,10 +574,18 @@ async fn drive(
             while windows.started.load(Ordering::Relaxed) < windows.first(w).min(args.messages) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let hold = match fault {
-                Fault::Partition => Duration::from_secs(args.partition_secs),
-                _ => DOWN,
-            };
+            if k == 0 && wanted > 0 {
+                // Window 0 is all sent: its LINE users have spoken (a reminder goes where its
+                // person spoke).
+                sessions = reminders::conversations(client, bases, &token, &reminder_persons).await;
+            }
+            let hold = hold(*fault, args);
+            // This fault's share of the reminders, due while it is held and as it heals.
+            let share = wanted * k / faults.len()..wanted * (k + 1) / faults.len();
+            let span = hold + Duration::from_secs(2);
+            asked.extend(
+                reminders::ask(client, bases, &token, &run, &sessions, share, *fault, span).await,
+            );
             let at = Instant::now();
             windows.open(w, hold + Duration::from_secs(2));
             let what = inject(net, ctx, env, hosts, *fault, *target, hold).await?;
@@ -567,7 +598,7 @@ async fn drive(
             done.push((*fault, what, at, held));
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
-        Ok::<_, anyhow::Error>(done)
+        Ok::<_, anyhow::Error>((done, asked))
     };
     let sending = send_all(&traffic, args.concurrency, args.messages, gate);
     let view = Where {
@@ -581,7 +612,7 @@ async fn drive(
     let watched = async {
         let outcome = async {
             let (done, sent) = tokio::join!(injector, sending);
-            let (done, sent) = (done?, sent?);
+            let ((done, asked), sent) = (done?, sent?);
             eprintln!(
                 "ghost-harness chaos --cluster: {} messages sent and {} faults in {:.1} s; waiting \
                  for quiescence",
@@ -590,26 +621,29 @@ async fn drive(
                 start.elapsed().as_secs_f64()
             );
             let (answers, quiescent) = settle(env, args.settle_secs, &view, &sent).await?;
-            Ok::<_, anyhow::Error>((done, sent, answers, quiescent))
+            // A reminder whose claimer was killed is taken again when its lease ends.
+            let wait = Duration::from_secs(env.config.ghost.reminders.lease_secs + 60);
+            let reminded = reminders::outcomes(env, &fakes.line, wanted, &asked, wait).await?;
+            Ok::<_, anyhow::Error>((done, sent, answers, quiescent, reminded))
         }
         .await;
         watching.store(false, Ordering::Relaxed);
         outcome
     };
     let (outcome, (), ()) = tokio::join!(watched, watcher, supervisor);
-    let (done, sent, answers, quiescent) = outcome?;
+    let (done, sent, answers, quiescent, reminded) = outcome?;
     // A delivery the watcher did not see in time counts as answered at the end.
     let end = Instant::now();
     let seen = seen.into_inner().unwrap_or_default();
     let answered_at = |i: usize, s: &Sent| -> Option<Instant> {
         match s.channel {
-            crate::chaos::Channel::Http => s.answered_at,
-            crate::chaos::Channel::Line => seen
+            Channel::Http => s.answered_at,
+            Channel::Line => seen
                 .get(&Message::line_user(&run, i))
                 .or_else(|| seen.get(&Message::line_token(&run, i)))
                 .copied()
                 .or(Some(end)),
-            crate::chaos::Channel::Slack => seen
+            Channel::Slack => seen
                 .get(&Message::slack_channel(&run, i))
                 .copied()
                 .or(Some(end)),
@@ -623,12 +657,12 @@ async fn drive(
             // The conversation's stream: the HTTP session, or the LINE user's or Slack
             // channel's (`session:line:U…`, `session:slack:C…`).
             let (kind, key) = match s.channel {
-                crate::chaos::Channel::Http => ("http", Message::session(&run, *i)),
-                crate::chaos::Channel::Line => ("line", Message::line_user(&run, *i)),
-                crate::chaos::Channel::Slack => ("slack", Message::slack_channel(&run, *i)),
+                Channel::Http => ("http", Message::session(&run, *i)),
+                Channel::Line => ("line", Message::line_user(&run, *i)),
+                Channel::Slack => ("slack", Message::slack_channel(&run, *i)),
             };
             let pattern = match s.channel {
-                crate::chaos::Channel::Http => ghost_shared::envelope::session_stream(&key),
+                Channel::Http => ghost_shared::envelope::session_stream(&key),
                 _ => format!("%:{key}%"),
             };
             let events: Vec<(String, i32)> = sqlx::query_as(
@@ -695,8 +729,17 @@ async fn drive(
         problem_events,
         order: None,
         throughput: None,
+        reminders: Some(reminded),
         left_behind: LeftBehind::default(),
     })
+}
+
+/// How long `fault` is held: a host cut off for `--partition-secs`, others down for [`DOWN`].
+fn hold(fault: Fault, args: &ChaosArgs) -> Duration {
+    match fault {
+        Fault::Partition => Duration::from_secs(args.partition_secs),
+        _ => DOWN,
+    }
 }
 
 /// Injects one fault, holds it, ends it; returns what it hit.
@@ -817,6 +860,20 @@ fn print(report: &ClusterReport, args: &ChaosArgs) -> Result<()> {
             "  total: sent {}, accepted {}, answered once {}, lost {}, duplicated {}",
             t.sent, t.accepted, t.answered_once, t.lost, t.duplicated
         );
+        if let Some(r) = &report.reminders {
+            println!(
+                "  reminders due during the faults: asked {} of {}, delivered once {}, doubled {}, \
+                 missing {} ({} late)",
+                r.asked, r.wanted, r.delivered_once, r.doubled, r.missing, r.late
+            );
+            for s in r
+                .reminders
+                .iter()
+                .filter(|s| s.pushes != 1 || s.delivered != 1)
+            {
+                println!("  reminder problem: {s:?}");
+            }
+        }
     }
     for p in &report.problems {
         println!("  problem: {p}");

@@ -2,9 +2,9 @@
 //! servers (JetStream, R3 streams) and two Ghost hosts each running every service in
 //! network namespaces, with a private Postgres. Faults come while messages are sent: the
 //! stream leader's NATS server SIGKILLed, a whole host SIGKILLed, a host cut off, Postgres
-//! restarted. Every accepted message is answered exactly once, every fault recovers, and
-//! nothing of the run is left. Across hosts, `/local` then a code paste never reaches the
-//! cloud.
+//! restarted. Every accepted message is answered exactly once, every reminder due during
+//! the faults is pushed once, every fault recovers, and nothing of the run is left. Across
+//! hosts, `/local` then a code paste never reaches the cloud.
 //!
 //! The runs need root (CI runs the suite as root): without it the tests fail and say so.
 //! The two tests take turns (each builds a cluster; two at once would only compete for
@@ -105,6 +105,11 @@ fn two_hundred_messages_through_every_cluster_fault_lose_and_duplicate_nothing()
             "messages in flight at {f}"
         );
     }
+    // Twenty reminders came due during the faults: each pushed to LINE once, one outcome.
+    let reminders = &report["reminders"];
+    let figures = ["wanted", "asked", "delivered_once", "doubled", "missing"]
+        .map(|k| reminders[k].as_u64().unwrap_or(u64::MAX));
+    assert_eq!(figures, [20, 20, 20, 0, 0], "{reminders}");
     assert_eq!(report["quiescent"], true, "{report}");
     assert!(ok, "exit status non-zero; stderr: {stderr}");
 }
