@@ -3,8 +3,13 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use self::cast::Cast;
 use super::normalize::normalize_name;
 use super::similarity::{quick_ratio, real_quick_ratio, Matcher};
+
+mod cast;
+#[cfg(test)]
+mod work_tests;
 
 /// The id that always means the human user, never a character (seed 000: `USER` is rejected).
 pub const RESERVED_USER_ID: &str = "USER";
@@ -133,7 +138,7 @@ struct Member {
 /// The registered characters in registry (configuration) order.
 #[derive(Debug, Clone)]
 pub struct SpeakerRegistry {
-    members: Vec<Member>,
+    members: Cast<Member>,
 }
 
 /// Shape of the YAML document; other top-level keys and per-character fields are ignored.
@@ -180,7 +185,9 @@ impl SpeakerRegistry {
             members.push(member);
         }
         warn_ambiguous_names(&members);
-        Ok(Self { members })
+        Ok(Self {
+            members: Cast::new(members),
+        })
     }
 
     /// Parses `characters: [{name, display_name, short_name, …}]` from a YAML document.
@@ -199,7 +206,9 @@ impl SpeakerRegistry {
         .into_iter()
         .map(|(id, display, short)| Member::new(SpeakerEntry::new(id, display, short)))
         .collect();
-        Self { members }
+        Self {
+            members: Cast::new(members),
+        }
     }
 
     /// The entries in registry order.
@@ -219,7 +228,7 @@ impl SpeakerRegistry {
 
     /// Always false: construction rejects an empty cast (kept for API symmetry with `len`).
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.members.len() == 0
     }
 
     /// The entry at a registry position.
