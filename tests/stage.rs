@@ -569,10 +569,10 @@ async fn every_node_of_a_run_logs_its_name_and_the_run_s_correlation_id() {
         .find(|e| e.event_type == "StageUserInput")
         .expect("the input");
     let run = input.metadata.correlation_id.to_string();
-    // persist_memory runs after the run ended: wait for its line.
+    // persist_memory runs after the run ended: wait for the last line, the status after it.
     let lines = ghost_testkit::testing::eventually(
         Duration::from_secs(20),
-        "persist_memory's line",
+        "update_status_active's line",
         || async {
             let lines: Vec<Value> = logs
                 .text()
@@ -582,7 +582,7 @@ async fn every_node_of_a_run_logs_its_name_and_the_run_s_correlation_id() {
                 .collect();
             lines
                 .iter()
-                .any(|v| v["fields"]["node"] == "persist_memory")
+                .any(|v| v["fields"]["node"] == "update_status_active")
                 .then_some(lines)
         },
     )
@@ -596,12 +596,15 @@ async fn every_node_of_a_run_logs_its_name_and_the_run_s_correlation_id() {
         nodes,
         [
             "prepare_context",
+            "update_status_thinking",
             "call_llm",
             "postprocess_response",
             "extract_next",
             "end_or_continue",
             "send_message",
-            "persist_memory"
+            "update_status_idle",
+            "persist_memory",
+            "update_status_active"
         ]
     );
     let exchange: Vec<&Value> = lines

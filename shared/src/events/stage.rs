@@ -1,6 +1,8 @@
 //! The multi-character stage (seeds 000 and 003): a person's input, each character's turn,
 //! who speaks next, how a run ends and what it leaves to memory.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -41,6 +43,11 @@ pub struct StageTurnRequested {
     pub turn_index: u32,
     /// Internal id of the character to speak.
     pub speaker: String,
+    /// Who has spoken in this run before this turn (seed 003 `spoken_set`), by internal id:
+    /// the seed keys it by display name, which two characters may share (seed 000). Empty
+    /// on requests stored before it existed.
+    #[serde(default)]
+    pub spoken_set: BTreeSet<String>,
 }
 
 impl EventPayload for StageTurnRequested {
@@ -232,6 +239,13 @@ impl EventPayload for StageMemorySaved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_request_stored_before_the_spoken_set_still_decodes() {
+        let old = r#"{"stage_id":"s","input_id":"00000000-0000-0000-0000-000000000000","turn_index":2,"speaker":"NOX"}"#;
+        let req: Result<StageTurnRequested, _> = serde_json::from_str(old);
+        assert!(req.is_ok_and(|r| r.spoken_set.is_empty()));
+    }
 
     #[test]
     fn stage_reasons_serialise_as_the_old_strings() {

@@ -19,7 +19,8 @@ pub use normalize::normalize_name;
 pub use policy::{Fallback, NominationPolicy, PolicyError, DEFAULT_FUZZY_THRESHOLD};
 pub use registry::{MatchKind, RegistryError, SpeakerEntry, SpeakerRegistry, RESERVED_USER_ID};
 pub use resolve::{
-    resolve_next_speaker, resolve_next_speaker_with_rng, NextSpeakerDecision, Reason,
+    resolve_in_run, resolve_in_run_with_rng, resolve_next_speaker, resolve_next_speaker_with_rng,
+    NextSpeakerDecision, Reason,
 };
 pub use rng::{EntropySource, RandomSource, XorShift64};
 pub use similarity::sequence_ratio;

@@ -1,6 +1,8 @@
 //! The resolver: from a reply to the next speaker, with the seed's self-nomination policy,
 //! fallbacks and `operation` logging.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::extract::{last_tag_in, visible_text};
@@ -60,6 +62,40 @@ pub fn resolve_next_speaker_with_rng<R: RandomSource + ?Sized>(
     policy: &NominationPolicy,
     rng: &mut R,
 ) -> NextSpeakerDecision {
+    resolve_in_run_with_rng(text, current_id, &BTreeSet::new(), registry, policy, rng)
+}
+
+/// [`resolve_next_speaker`] for a turn of a stage run, whose fallback reads the run's
+/// `spoken_set` (seed 003 §3, internal ids): a random fallback draws among the others who
+/// have not spoken in the run while any are left, so chance cannot keep the floor between
+/// two characters. Round-robin is unchanged: it already goes round in registry order
+/// (seed 000).
+pub fn resolve_in_run(
+    text: &str,
+    current_id: &str,
+    spoken_set: &BTreeSet<String>,
+    registry: &SpeakerRegistry,
+    policy: &NominationPolicy,
+) -> NextSpeakerDecision {
+    resolve_in_run_with_rng(
+        text,
+        current_id,
+        spoken_set,
+        registry,
+        policy,
+        &mut EntropySource,
+    )
+}
+
+/// [`resolve_in_run`] with an injected random source.
+pub fn resolve_in_run_with_rng<R: RandomSource + ?Sized>(
+    text: &str,
+    current_id: &str,
+    spoken_set: &BTreeSet<String>,
+    registry: &SpeakerRegistry,
+    policy: &NominationPolicy,
+    rng: &mut R,
+) -> NextSpeakerDecision {
     let current = registry.position(current_id);
     let visible = visible_text(text);
     let (extracted, normalized, nominated) = match last_tag_in(&visible) {
@@ -81,7 +117,7 @@ pub fn resolve_next_speaker_with_rng<R: RandomSource + ?Sized>(
         Some((i, MatchKind::Fuzzy)) => (Some(i), Reason::Fuzzy, MatchKind::Fuzzy.as_str()),
         Some((i, kind)) => (Some(i), Reason::Tag, kind.as_str()),
         None => {
-            let (i, reason) = fallback(current, registry, policy.fallback, rng);
+            let (i, reason) = fallback(current, spoken_set, registry, policy.fallback, rng);
             (i, reason, reason.as_str())
         }
     };
@@ -154,6 +190,7 @@ fn judge(
 /// Picks someone other than the current speaker, or nobody (ERROR: the loop has to end).
 fn fallback<R: RandomSource + ?Sized>(
     current: Option<usize>,
+    spoken_set: &BTreeSet<String>,
     registry: &SpeakerRegistry,
     strategy: Fallback,
     rng: &mut R,
@@ -179,13 +216,20 @@ fn fallback<R: RandomSource + ?Sized>(
             (next, Reason::RoundRobin)
         }
         Fallback::Random => {
-            // The r-th of the others: skip over the current speaker's slot.
-            let r = rng.below(others);
-            let index = match current {
-                Some(c) if r >= c => r + 1,
-                _ => r,
-            };
-            (Some(index), Reason::Random)
+            // The others yet to speak in the run, else all the others; in registry order,
+            // so a run with nobody spoken yet draws exactly as before the spoken set.
+            let others: Vec<usize> = (0..n).filter(|&i| Some(i) != current).collect();
+            let fresh: Vec<usize> = others
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    registry
+                        .entry(i)
+                        .is_some_and(|e| !spoken_set.contains(&e.name))
+                })
+                .collect();
+            let pool = if fresh.is_empty() { others } else { fresh };
+            (Some(pool[rng.below(pool.len())]), Reason::Random)
         }
     }
 }
@@ -358,6 +402,36 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(5), run(5));
+    }
+
+    #[test]
+    fn a_random_fallback_draws_those_yet_to_speak_in_the_run_first() {
+        let p = NominationPolicy {
+            fallback: Fallback::Random,
+            ..policy()
+        };
+        let reg = seed();
+        let spoken: BTreeSet<String> = ["LUMINA".to_owned()].into();
+        for seed in 0..50 {
+            let mut rng = XorShift64::new(seed);
+            let d = resolve_in_run_with_rng("", "CLARIS", &spoken, &reg, &p, &mut rng);
+            assert_eq!((d.next_id, d.reason), (some("NOX"), Reason::Random));
+        }
+        // Everyone spoke: any other again. Round-robin ignores the set (seed 000 order).
+        let all: BTreeSet<String> = reg.ids().map(str::to_owned).collect();
+        let mut rng = XorShift64::new(7);
+        let drawn: BTreeSet<_> = (0..100)
+            .map(|_| resolve_in_run_with_rng("", "CLARIS", &all, &reg, &p, &mut rng).next_id)
+            .collect();
+        assert_eq!(drawn.len(), 2);
+        let rr = resolve_in_run_with_rng("", "CLARIS", &spoken, &reg, &policy(), &mut rng);
+        assert_eq!(rr.next_id, some("NOX"));
+        let rr = resolve_in_run_with_rng("", "NOX", &spoken, &reg, &policy(), &mut rng);
+        assert_eq!(
+            rr.next_id,
+            some("LUMINA"),
+            "round-robin keeps registry order"
+        );
     }
 
     #[test]

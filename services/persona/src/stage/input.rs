@@ -53,6 +53,7 @@ impl EventHandler for InputHandler {
             input_id: event.event_id,
             turn_index: 0,
             speaker,
+            spoken_set: Default::default(),
         };
         let e = NewEvent::caused_by(&event, STEP_FIRST_TURN, &first, self.ctx.service)
             .map_err(HandlerError::permanent)?;

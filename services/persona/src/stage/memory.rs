@@ -170,12 +170,17 @@ impl EventHandler for MemoryHandler {
         let e = NewEvent::caused_by(&event, STEP_MEMORY, &saved, self.ctx.service)
             .map_err(HandlerError::permanent)?;
         let version = self.log.append_steps(&event.stream, vec![e]).await?;
-        super::node::passed(
-            super::node::Node::PersistMemory,
-            event.metadata.correlation_id,
-            &ended.stage_id,
-            ended.turns,
-        );
+        let passed = |n| {
+            super::node::passed(
+                n,
+                event.metadata.correlation_id,
+                &ended.stage_id,
+                ended.turns,
+            )
+        };
+        passed(super::node::Node::PersistMemory);
+        // The watchers' active frame is made from the stored memory.
+        passed(super::node::Node::UpdateStatusActive);
         info!(target: "operation", stage_id = %ended.stage_id, turns = ended.turns, reason = %ended.reason, "stage run persisted to memory");
         announce(
             self.ctx.bus(),

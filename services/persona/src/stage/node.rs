@@ -14,6 +14,8 @@ pub const EXCERPT_CHARS: usize = 400;
 pub enum Node {
     /// The recent lines, the rules and the saved memories gathered into a prompt.
     PrepareContext,
+    /// Watchers told the character is thinking (before its model is asked).
+    UpdateStatusThinking,
     /// The character's model asked, within the stage's timeout.
     CallLlm,
     /// `<think>`, tags and greetings removed, the line shortened.
@@ -22,12 +24,16 @@ pub enum Node {
     SendMessage,
     /// The next speaker read from the line.
     ExtractNext,
-    /// The policy's fallback chose (no answer, no usable tag).
+    /// The policy's fallback chose (no answer, no usable tag, or a self-nomination).
     ChooseNextFallback,
     /// Another turn, or the run's end.
     EndOrContinue,
+    /// The turn's outcome stored: watchers show its speaker idle.
+    UpdateStatusIdle,
     /// The run's summary saved.
     PersistMemory,
+    /// The run's memory stored: watchers show the stage waiting for the user again.
+    UpdateStatusActive,
 }
 
 impl Node {
@@ -35,13 +41,16 @@ impl Node {
     pub fn as_str(self) -> &'static str {
         match self {
             Node::PrepareContext => "prepare_context",
+            Node::UpdateStatusThinking => "update_status_thinking",
             Node::CallLlm => "call_llm",
             Node::PostprocessResponse => "postprocess_response",
             Node::SendMessage => "send_message",
             Node::ExtractNext => "extract_next",
             Node::ChooseNextFallback => "choose_next_fallback",
             Node::EndOrContinue => "end_or_continue",
+            Node::UpdateStatusIdle => "update_status_idle",
             Node::PersistMemory => "persist_memory",
+            Node::UpdateStatusActive => "update_status_active",
         }
     }
 }

@@ -1,9 +1,12 @@
 //! One character's turn, seed 003's graph from `prepare_context` to `end_or_continue`:
 //!
 //! ```text
-//! prepare_context → status thinking → call_llm (timeout) ─ok→ postprocess → send ─→ extract_next
-//!                                               └─error/timeout→ choose_next_fallback ──┘
-//! extract_next → end_or_continue → next StageTurnRequested | StageEnded (→ persist_memory)
+//! prepare_context → update_status_thinking → call_llm (timeout) ─ok→ postprocess → extract_next
+//!                                   └─error/timeout→ choose_next_fallback ─┐   │ (no usable tag,
+//! extract_next ─(decided)→ end_or_continue ←──────────────────────────────┘   │  self-nominated)
+//!              └──────────→ choose_next_fallback ──→ end_or_continue ←────────┘
+//! end_or_continue → next StageTurnRequested (spoken_set grown) | StageEnded (→ persist_memory)
+//! stored → send_message (a line) → update_status_idle
 //! ```
 //!
 //! The turn's outcome, the decision and the continuation are appended in one transaction,
@@ -32,7 +35,7 @@ use super::node::{self, Node};
 use super::signal::announce;
 use super::view::StageView;
 use super::StageLog;
-use crate::next_speaker::{resolve_next_speaker, NextSpeakerDecision};
+use crate::next_speaker::{resolve_in_run, NextSpeakerDecision, Reason};
 
 /// Step names: a turn's events derive their ids from the request and these. The outcome
 /// (spoke or failed) and the continuation (next turn or end) share one id each whatever
@@ -233,6 +236,7 @@ impl EventHandler for TurnHandler {
                     },
                 )
                 .await;
+                passed(Node::UpdateStatusThinking);
                 passed(Node::CallLlm);
                 self.call(member, &view, run).await
             }
@@ -249,13 +253,18 @@ impl EventHandler for TurnHandler {
             (Ok(raw), Some(member)) => {
                 let text = self.cast.postprocess.apply(&raw);
                 passed(Node::PostprocessResponse);
-                let decision = resolve_next_speaker(
+                let decision = resolve_in_run(
                     &raw,
                     &req.speaker,
+                    &req.spoken_set,
                     &self.cast.registry,
                     &self.cast.policy,
                 );
                 passed(Node::ExtractNext);
+                // Undecided or self-nominated: the graph's edge goes through the fallback.
+                if by_fallback(decision.reason) {
+                    passed(Node::ChooseNextFallback);
+                }
                 let spoke = StageSpoke {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
@@ -284,8 +293,13 @@ impl EventHandler for TurnHandler {
                     "character did not answer; the fallback chooses who is next"
                 );
                 // choose_next_fallback: no text, so no tag; the policy's fallback decides.
-                let decision =
-                    resolve_next_speaker("", &req.speaker, &self.cast.registry, &self.cast.policy);
+                let decision = resolve_in_run(
+                    "",
+                    &req.speaker,
+                    &req.spoken_set,
+                    &self.cast.registry,
+                    &self.cast.policy,
+                );
                 passed(Node::ChooseNextFallback);
                 let failed = StageTurnFailed {
                     stage_id: req.stage_id.clone(),
@@ -306,13 +320,20 @@ impl EventHandler for TurnHandler {
         let chosen = NewEvent::caused_by(&event, STEP_NEXT, &chosen, service)
             .map_err(HandlerError::permanent)?;
         let next_turn = req.turn_index + 1;
+        let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         let then = match &decision.next_id {
             Some(next) if next_turn < settings.auto_loops => {
+                // A failed turn said nothing: its speaker has not spoken.
+                let mut spoken_set = req.spoken_set.clone();
+                if spoke {
+                    spoken_set.insert(req.speaker.clone());
+                }
                 let request = StageTurnRequested {
                     stage_id: req.stage_id.clone(),
                     input_id: req.input_id,
                     turn_index: next_turn,
                     speaker: next.clone(),
+                    spoken_set,
                 };
                 NewEvent::caused_by(&event, STEP_THEN, &request, service)
             }
@@ -333,7 +354,6 @@ impl EventHandler for TurnHandler {
         .map_err(HandlerError::permanent)?;
         passed(Node::EndOrContinue);
 
-        let spoke = outcome.event_type == StageSpoke::EVENT_TYPE;
         ghost_shared::fault::point("stage.before_append");
         let version = self
             .log
@@ -344,6 +364,8 @@ impl EventHandler for TurnHandler {
         if spoke {
             passed(Node::SendMessage);
         }
+        // The watchers' idle frame is made from the stored outcome, spoken or failed.
+        passed(Node::UpdateStatusIdle);
         ghost_shared::fault::point(&format!("stage.after_append.{}", req.turn_index));
         announce(
             self.ctx.bus(),
@@ -353,6 +375,11 @@ impl EventHandler for TurnHandler {
         .await;
         Ok(())
     }
+}
+
+/// Whether `reason` is the fallback's (no usable nomination), not the tag's.
+fn by_fallback(reason: Reason) -> bool {
+    matches!(reason, Reason::RoundRobin | Reason::Random | Reason::None)
 }
 
 /// The decision as an event.
