@@ -193,3 +193,67 @@ async fn a_person_sets_their_own_time_zone_and_local_times_are_read_in_it() {
     assert_eq!(of_type(&app, "ReminderZoneSet").await.len(), 1);
     app.cleanup().await;
 }
+
+/// A person's own quiet hours, said in a conversation, come before the configuration's:
+/// turned off, a reminder counted from now comes when asked; set again, it waits until
+/// they end. The API shows the ones that hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_sets_and_clears_their_own_quiet_hours_in_words() {
+    // Configured quiet hours around now (UTC, the clock starts at the real time).
+    let now = chrono::Utc::now();
+    let hhmm = |d: chrono::Duration| (now + d).format("%H:%M").to_string();
+    let (start, end) = (
+        hhmm(chrono::Duration::hours(-1)),
+        hhmm(chrono::Duration::hours(2)),
+    );
+    let window = format!("{start}-{end}");
+    let mut vars = SIMULATED.to_vec();
+    vars.push(("GHOST_REMINDERS__QUIET_HOURS", &window));
+    let app = TestApp::spawn_services(&ghost::stack::ServiceName::ALL, &vars).await;
+    app.llm.set_default(Script::reply("OK!"));
+    let held = |s: &ghost_shared::reminders::events::ReminderScheduled| s.held_from.is_some();
+
+    chat(&app, "kim", "/remind in 20 minutes stretch").await;
+    assert!(
+        held(&scheduled(&app).await[0].1),
+        "the configured hours hold"
+    );
+
+    chat(&app, "kim", "no more quiet hours").await;
+    assert_eq!(last_result(&app).await["quiet_hours_off"], true);
+    let set = wait_of_type(&app, "ReminderQuietHoursSet", 1).await;
+    assert_eq!(set[0].payload["person"], "kim");
+    eventually(WAIT, "no quiet hours shown", || async {
+        quiet_shown(&app, "kim").await.is_null().then_some(())
+    })
+    .await;
+    chat(&app, "kim", "/remind in 20 minutes drink water").await;
+    let s = scheduled(&app).await;
+    assert!(!held(&s[1].1), "turned off: comes when asked");
+    let in_20 = s[1].1.due_at - s[1].0.recorded_at;
+    assert!(
+        (chrono::Duration::seconds(20 * 60 - 1)..=chrono::Duration::seconds(20 * 60))
+            .contains(&in_20),
+        "20 minutes from the message: {in_20}"
+    );
+
+    chat(&app, "kim", &format!("my quiet hours are {start} to {end}")).await;
+    assert_eq!(last_result(&app).await["quiet_hours_set"], window.as_str());
+    eventually(WAIT, "her quiet hours shown", || async {
+        (quiet_shown(&app, "kim").await == window.as_str()).then_some(())
+    })
+    .await;
+    chat(&app, "kim", "/remind in 30 minutes call Bob").await;
+    assert!(held(&scheduled(&app).await[2].1), "her own hours hold");
+    // Someone else keeps the configuration's.
+    assert_eq!(quiet_shown(&app, "lee").await, window.as_str());
+    app.cleanup().await;
+}
+
+/// The quiet hours `GET /api/reminders` shows for `person` (null: none).
+async fn quiet_shown(app: &TestApp, person: &str) -> Value {
+    let path = format!("/api/reminders?person={person}");
+    let (status, body) = app.api(reqwest::Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{body}");
+    body["quiet_hours"].clone()
+}

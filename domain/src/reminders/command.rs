@@ -9,6 +9,7 @@
 //! /remind every month on 1 at 9:00 rent?
 //! /remind list | /remind cancel <n> | /remind move <n> <when>
 //! /remind zone Asia/Tokyo                          (the person's own zone; or a city: tokyo)
+//! /remind quiet 22:00-07:00 | /remind quiet off     (the person's own quiet hours)
 //! ```
 //!
 //! `<n>` is a reminder's number in `/remind list` or the start of its id. Times are the
@@ -17,6 +18,7 @@
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, SubsecRound, Utc};
 use chrono_tz::Tz;
 
+use super::quiet::QuietHours;
 use super::recurrence::{local_to_utc, next_after, zone_named, ReminderRuleError};
 
 /// When a reminder is due.
@@ -83,13 +85,19 @@ pub enum RemindCommand {
         /// Its IANA name.
         zone: String,
     },
+    /// The person's own quiet hours from now on (none: never quiet, whatever the
+    /// configuration says).
+    Quiet {
+        /// The window, or none.
+        hours: Option<QuietHours>,
+    },
 }
 
 /// Why a `/remind` command is refused (said back to the person, so in plain words).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
     /// Nothing understood after `/remind`.
-    #[error("usage: /remind in 20 minutes <what> | at 9:00 <what> | tomorrow at 9 <what> | 2026-12-01 09:00 <what> | every monday at 7:00 <what> | list | cancel <n> | move <n> <when> | zone Asia/Tokyo")]
+    #[error("usage: /remind in 20 minutes <what> | at 9:00 <what> | tomorrow at 9 <what> | 2026-12-01 09:00 <what> | every monday at 7:00 <what> | list | cancel <n> | move <n> <when> | zone Asia/Tokyo | quiet 22:00-07:00 | quiet off")]
     Usage,
     /// A time that is not one.
     #[error("I could not read the time {0:?}")]
@@ -100,6 +108,9 @@ pub enum CommandError {
     /// Nothing to remind of.
     #[error("what should I remind you of?")]
     NoText,
+    /// Quiet hours that are not a window.
+    #[error("quiet hours read HH:MM-HH:MM (22:00-07:00), or off; I could not read {0:?}")]
+    BadQuietHours(String),
     /// A zone nobody has.
     #[error("I do not know the time zone {0:?} (an IANA name such as Asia/Tokyo, or its city)")]
     UnknownZone(String),
@@ -135,6 +146,16 @@ fn parse_words(words: &[&str], now: DateTime<Utc>, tz: Tz) -> Result<RemindComma
                     zone: tz.name().to_owned(),
                 })
                 .ok_or(CommandError::UnknownZone(name))
+        }
+        Some("quiet") if words.len() >= 2 => {
+            let window = words[1..].join("");
+            match window.to_ascii_lowercase().as_str() {
+                "off" | "none" | "never" => Ok(RemindCommand::Quiet { hours: None }),
+                _ => window
+                    .parse::<QuietHours>()
+                    .map(|hours| RemindCommand::Quiet { hours: Some(hours) })
+                    .map_err(|_| CommandError::BadQuietHours(words[1..].join(" "))),
+            }
         }
         Some("cancel") if words.len() == 2 => Ok(RemindCommand::Cancel {
             reference: words[1].to_owned(),
@@ -419,5 +440,30 @@ mod tests {
             parse_remind("/remind at 25:00 x", now, tz),
             Some(Err(CommandError::BadTime(_)))
         ));
+    }
+
+    #[test]
+    fn quiet_hours_are_a_window_or_off() {
+        let now = utc("2026-11-29T12:00:00Z");
+        let tz = parse_zone("UTC").unwrap();
+        let quiet = |text: &str| parse_remind(text, now, tz).unwrap();
+        assert_eq!(
+            quiet("/remind quiet 22:00-07:00"),
+            Ok(RemindCommand::Quiet {
+                hours: Some("22:00-07:00".parse().unwrap())
+            })
+        );
+        assert_eq!(
+            quiet("/remind quiet 22:00 - 07:00"),
+            quiet("/remind quiet 22:00-07:00")
+        );
+        assert_eq!(
+            quiet("/remind quiet off"),
+            Ok(RemindCommand::Quiet { hours: None })
+        );
+        assert_eq!(
+            quiet("/remind quiet tonight"),
+            Err(CommandError::BadQuietHours("tonight".into()))
+        );
     }
 }

@@ -90,6 +90,18 @@ static ZONE: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\b(?:my\s+time\s*zone\s+is|set\s+my\s+time\s*zone\s+to|i\s+am\s+on|i'm\s+on)\s+([A-Za-z_/ ]+?)(?:\s+time)?\s*[.!]?$|タイムゾーン(?:は|を)\s*([A-Za-z_/ ]+?)\s*(?:に(?:して|設定して|変えて)|です|で)?\s*[。.!！]?$",
     )
 });
+/// "my quiet hours are 22:00-07:00", "don't remind me between 23:00 and 6:30",
+/// 22時から7時までは通知しないで; "no quiet hours", 静かな時間をなしにして.
+static QUIET: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?:\bquiet\s+hours?\s*(?:are|is|:|to|from)?|\bdon'?t\s+(?:remind|message|ping|bother)\s+me\s+(?:between|from))\s*(\d{1,2})(?::(\d{2}))?\s*(?:-|to|and|until)\s*(\d{1,2})(?::(\d{2}))?\b|(\d{1,2})(?:[:時](\d{2})?分?)\s*(?:-|〜|～|から)\s*(\d{1,2})(?:[:時](\d{2})?分?)\s*(?:まで)?\s*(?:は)?\s*(?:通知しないで|連絡しないで|静かにして|リマインドしないで)",
+    )
+});
+static NO_QUIET: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:no\s+(?:more\s+)?quiet\s+hours|turn\s+off\s+(?:my\s+)?quiet\s+hours|(?:remove|clear|cancel)\s+(?:my\s+)?quiet\s+hours)\b|静かな時間を?(?:なしに|解除|やめ)",
+    )
+});
 static REMINDER_WORD: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\b(?:the\s+)?reminders?\b|\bone\b|リマインダー|リマインド|の(?:やつ|件)")
 });
@@ -113,6 +125,19 @@ pub fn understand(message: &str, now: DateTime<Utc>, tz: Tz, has_reminders: bool
     if let Some(c) = ZONE.captures(&text) {
         let name = c.get(1).or(c.get(2)).map_or("", |m| m.as_str().trim());
         return command_of(&format!("/remind zone {name}"), String::new(), now, tz);
+    }
+    if NO_QUIET.is_match(&text) {
+        return command_of("/remind quiet off", String::new(), now, tz);
+    }
+    if let Some(c) = QUIET.captures(&text) {
+        // Groups 1-4 are the English form, 5-8 the Japanese one.
+        let part = |i: usize| c.get(i).or(c.get(i + 4)).map_or("", |m| m.as_str());
+        let hhmm = |h: usize, m: usize| {
+            let minutes = if part(m).is_empty() { "0" } else { part(m) };
+            format!("{:0>2}:{:0>2}", part(h), minutes)
+        };
+        let window = format!("{}-{}", hhmm(1, 2), hhmm(3, 4));
+        return command_of(&format!("/remind quiet {window}"), String::new(), now, tz);
     }
     let time = read_time(&text);
     let asks = ASK

@@ -10,7 +10,7 @@
 //!   would come in the person's quiet hours (`reminders.quiet_hours`) is due at their end,
 //!   and the answer's `held_from` says the time asked for;
 //! - `GET /api/reminders?person=P`: their reminders still to come, soonest first; beside
-//!   them their zone (`time_zone`) and the conversations they have spoken in, the latest
+//!   them their zone (`time_zone`), their quiet hours (`quiet_hours`, null: none) and the conversations they have spoken in, the latest
 //!   first (`conversations`: where a new one can be said; the console's Reminders view);
 //! - `PUT /api/reminders/{id}` `{"person", "at" | "when", "rule"?}`: moved;
 //! - `DELETE /api/reminders/{id}?person=P`: cancelled.
@@ -33,6 +33,7 @@ use ghost_shared::envelope::{session_stream, EventPayload, NewEvent};
 use ghost_shared::events::{Channel, ReplyTarget, UserMessageReceived};
 use ghost_shared::reminders::command::{parse_remind, CommandError, RemindCommand, When};
 use ghost_shared::reminders::events::{ReminderCancelled, ReminderChanged, ReminderScheduled};
+use ghost_shared::reminders::own_settings;
 use ghost_shared::reminders::projection::{self, ReminderRow};
 use ghost_shared::reminders::{parse_zone, validate_rule};
 use ghost_shared::store::ExpectedVersion;
@@ -149,7 +150,15 @@ async fn resolve(
     if when.first() <= now {
         return Err(bad("in_the_past", "that time has already passed"));
     }
-    let (when, held_from) = state.ctx.config.ghost.reminders.hold(person, when, tz);
+    let (when, held_from) = own_settings::hold(
+        state.ctx.store().pool(),
+        &state.ctx.config.ghost.reminders,
+        person,
+        when,
+        tz,
+    )
+    .await
+    .map_err(|e| ApiError::internal("cannot read the person's quiet hours", e))?;
     Ok(Resolved {
         when,
         zone,
@@ -278,9 +287,14 @@ pub async fn list(
     let time_zone = projection::zone_of(pool, &state.ctx.config.ghost.reminders, &p.person)
         .await
         .map_err(|e| ApiError::internal("cannot read the person's time zone", e))?;
+    let quiet_hours =
+        own_settings::quiet_hours_of(pool, &state.ctx.config.ghost.reminders, &p.person)
+            .await
+            .map_err(|e| ApiError::internal("cannot read the person's quiet hours", e))?;
     Ok(Json(json!({
         "person": p.person,
         "time_zone": time_zone,
+        "quiet_hours": quiet_hours.map(|q| q.to_string()),
         "reminders": reminders,
         "conversations": conversations,
     })))

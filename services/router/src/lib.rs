@@ -49,6 +49,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
         ghost_shared::reminders::events::ReminderChanged,
         ghost_shared::reminders::events::ReminderCancelled,
         ghost_shared::reminders::events::ReminderZoneSet,
+        ghost_shared::reminders::events::ReminderQuietHoursSet,
     ],
     metrics_port_offset: 1,
     projections: |_| projections(),

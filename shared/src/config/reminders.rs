@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
-use ghost_domain::reminders::{QuietHours, When};
+use ghost_domain::reminders::QuietHours;
 use serde::Deserialize;
 
 use super::ConfigError;
@@ -104,21 +102,13 @@ impl ReminderSettings {
             .unwrap_or(&self.time_zone)
     }
 
-    /// `person`'s quiet hours, if they have any.
+    /// `person`'s quiet hours in the configuration, if they have any (the ones a person set
+    /// themselves come first: `reminders::own_settings::quiet_hours_of`).
     pub fn quiet_hours_of(&self, person: &str) -> Option<QuietHours> {
         self.person_quiet_hours
             .get(person)
             .copied()
             .or(self.quiet_hours)
-    }
-
-    /// `when` for `person` in zone `tz`, held to the end of their quiet hours when it is
-    /// counted from now and would come inside them; with the time asked for when held.
-    pub fn hold(&self, person: &str, when: When, tz: Tz) -> (When, Option<DateTime<Utc>>) {
-        match self.quiet_hours_of(person) {
-            Some(quiet) => quiet.hold(when, tz),
-            None => (when, None),
-        }
     }
 
     /// Every zone is an IANA name; the bounds are positive and in order.

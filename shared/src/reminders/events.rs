@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use ghost_domain::reminders::Lateness;
+use ghost_domain::reminders::{Lateness, QuietHours};
 
 use crate::envelope::EventPayload;
 use crate::events::{Channel, ReplyTarget};
@@ -203,4 +203,20 @@ pub struct ReminderZoneSet {
 
 impl EventPayload for ReminderZoneSet {
     const EVENT_TYPE: &'static str = "ReminderZoneSet";
+}
+
+/// A person set their own quiet hours (in a conversation), or turned them off: reminders
+/// counted from now and the autonomy loop's messages keep to them from then on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReminderQuietHoursSet {
+    /// Whose.
+    pub person: String,
+    /// The conversation it was said in.
+    pub session_id: String,
+    /// The window (`22:00-07:00`, local time in their zone), or none: never quiet.
+    pub quiet_hours: Option<QuietHours>,
+}
+
+impl EventPayload for ReminderQuietHoursSet {
+    const EVENT_TYPE: &'static str = "ReminderQuietHoursSet";
 }

@@ -3,6 +3,8 @@
 //! - [`events`]: `ReminderScheduled`, `ReminderChanged`, `ReminderCancelled` (what people
 //!   asked), `ReminderDue` (an occurrence came due; the scheduler's), `ReminderDelivered` and
 //!   `ReminderMissed` (an occurrence's one outcome; the gateway's);
+//! - [`own_settings`]: the quiet hours a person set themselves, read before the
+//!   configuration's;
 //! - [`projection`]: the `reminders` table, written from those events, with each
 //!   reminder's next due time;
 //! - [`scheduler`]: claims due rows with `FOR UPDATE SKIP LOCKED` on the system's clock
@@ -15,6 +17,7 @@
 //! The pure rules (time zones, RRULEs, `/remind`, lateness) are `ghost_domain::reminders`.
 
 pub mod events;
+pub mod own_settings;
 pub mod projection;
 pub mod scheduler;
 pub mod voice;

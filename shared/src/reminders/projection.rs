@@ -7,7 +7,8 @@ use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::events::{
-    ReminderCancelled, ReminderChanged, ReminderDue, ReminderScheduled, ReminderZoneSet,
+    ReminderCancelled, ReminderChanged, ReminderDue, ReminderQuietHoursSet, ReminderScheduled,
+    ReminderZoneSet,
 };
 use crate::envelope::RecordedEvent;
 use crate::projector::{Projection, ProjectionError};
@@ -18,7 +19,8 @@ pub const NAME: &str = "reminders";
 crate::event_enum! {
     /// What the projection applies.
     pub enum ReminderChange {
-        ReminderScheduled, ReminderChanged, ReminderCancelled, ReminderDue, ReminderZoneSet
+        ReminderScheduled, ReminderChanged, ReminderCancelled, ReminderDue, ReminderZoneSet,
+        ReminderQuietHoursSet
     }
 }
 
@@ -62,6 +64,9 @@ impl Projection for RemindersProjection {
                 .await?;
                 Ok(())
             }
+            Some(ReminderChange::ReminderQuietHoursSet(q)) => {
+                super::own_settings::apply_quiet_hours(tx, event, &q).await
+            }
             Some(ReminderChange::ReminderChanged(c)) => {
                 sqlx::query(
                     "UPDATE reminders SET due_at = $2, first_at = $2, rule = $3, \
@@ -89,9 +94,11 @@ impl Projection for RemindersProjection {
     }
 
     async fn reset(&self, tx: &mut Transaction<'_, Postgres>) -> Result<(), ProjectionError> {
-        sqlx::query("DELETE FROM reminders")
-            .execute(&mut **tx)
-            .await?;
+        for table in ["reminders", "reminder_zones", "reminder_quiet_hours"] {
+            sqlx::query(&format!("DELETE FROM {table}"))
+                .execute(&mut **tx)
+                .await?;
+        }
         Ok(())
     }
 }

@@ -96,7 +96,8 @@ const THEIR_REMINDERS: &str = "\
 INSERT INTO forget_turns \
 SELECT e.event_id, e.event_type FROM events e \
  WHERE e.event_type IN ('ReminderScheduled', 'ReminderChanged', 'ReminderCancelled', \
-        'ReminderDue', 'ReminderDelivered', 'ReminderMissed', 'ReminderZoneSet') \
+        'ReminderDue', 'ReminderDelivered', 'ReminderMissed', 'ReminderZoneSet', \
+        'ReminderQuietHoursSet') \
    AND e.payload->>'person' = $1 \
 ON CONFLICT DO NOTHING";
 
@@ -118,7 +119,7 @@ SELECT e.event_id, e.event_type, e.payload FROM events e \
 
 /// The projections' rows derived from what was rewritten (a rebuild would not make them).
 /// `$1`: the rewritten events' ids; `$2`: the person.
-const DERIVED: [&str; 14] = [
+const DERIVED: [&str; 15] = [
     "DELETE FROM assistant_text WHERE event_id = ANY($1)",
     "DELETE FROM routing_log WHERE user_event_id = ANY($1) \
        AND user_event_id IN (SELECT event_id FROM forget_said)",
@@ -138,6 +139,7 @@ const DERIVED: [&str; 14] = [
        UNION ALL SELECT 'state:' || state_id FROM forget_states)",
     "DELETE FROM reminders WHERE person = $2",
     "DELETE FROM reminder_zones WHERE person = $2",
+    "DELETE FROM reminder_quiet_hours WHERE person = $2",
     "DELETE FROM projection_parked WHERE event_id = ANY($1)",
     "DELETE FROM outbox WHERE position IN (SELECT position FROM events WHERE event_id = ANY($1))",
 ];

@@ -356,3 +356,35 @@ fn a_person_names_their_own_time_zone() {
         Understood::NotUnderstood(_)
     ));
 }
+
+#[test]
+fn a_person_sets_and_clears_their_own_quiet_hours() {
+    let quiet = |message: &str| match read(message, SUNDAY_NOON_UTC, "UTC") {
+        Understood::Command {
+            command: RemindCommand::Quiet { hours },
+            ..
+        } => hours.map(|h| h.to_string()),
+        other => panic!("{message}: {other:?}"),
+    };
+    let night = Some("22:00-07:00".to_owned());
+    assert_eq!(quiet("my quiet hours are 22:00 to 7:00"), night);
+    assert_eq!(quiet("Quiet hours: 22:00-07:00"), night);
+    assert_eq!(
+        quiet("don't remind me between 23:00 and 6:30"),
+        Some("23:00-06:30".to_owned())
+    );
+    assert_eq!(quiet("22時から7時までは通知しないで"), night);
+    assert_eq!(quiet("no more quiet hours"), None);
+    assert_eq!(quiet("静かな時間をなしにして"), None);
+    assert!(matches!(
+        read("my quiet hours are 25:00 to 7:00", SUNDAY_NOON_UTC, "UTC"),
+        Understood::NotUnderstood(_)
+    ));
+    // Not about quiet hours: still a reminder.
+    let (_, text) = schedule(
+        "remind me tomorrow at 9 to call Mom",
+        SUNDAY_NOON_UTC,
+        "UTC",
+    );
+    assert_eq!(text, "call Mom");
+}

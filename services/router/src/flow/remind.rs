@@ -10,6 +10,9 @@
 //! understood as the task result (the absolute time in the person's zone, the list, or why
 //! it was refused).
 //!
+//! A person sets their own quiet hours the same way (`/remind quiet 22:00-07:00`, "don't
+//! remind me between 23:00 and 6:30", "no more quiet hours": `ReminderQuietHoursSet`).
+//!
 //! Times are read in the speaker's zone (the one they set with `/remind zone` or "my time zone
 //! is …", else `reminders.time_zones`, else `reminders.time_zone`)
 //! against the message's own time on the system's clock, so a redelivered message means
@@ -25,11 +28,11 @@ use ghost_shared::events::{RenderRequested, RouteDecided};
 use ghost_shared::ids::derive_event_id;
 use ghost_shared::reminders::command::{parse_remind, CommandError, RemindCommand, When};
 use ghost_shared::reminders::events::{
-    ReminderCancelled, ReminderChanged, ReminderScheduled, ReminderZoneSet,
+    ReminderCancelled, ReminderChanged, ReminderQuietHoursSet, ReminderScheduled, ReminderZoneSet,
 };
-use ghost_shared::reminders::parse_zone;
 use ghost_shared::reminders::projection::{self, ReminderRow};
 use ghost_shared::reminders::words::{names_a_change, understand, Understood};
+use ghost_shared::reminders::{own_settings, parse_zone};
 
 use super::turn::Turn;
 use super::{Router, STEP_NEXT, STEP_ROUTE};
@@ -211,6 +214,14 @@ impl Router {
         let session_id = turn.message.session_id.clone();
         let service = self.ctx.service;
         let id = derive_event_id(turn.id(), STEP_REMINDER);
+        let hold = |when: When| {
+            let person = person.clone();
+            async move {
+                own_settings::hold(self.ctx.store().pool(), reminders, &person, when, tz)
+                    .await
+                    .map_err(HandlerError::transient)
+            }
+        };
         let rows = || async {
             projection::upcoming(self.ctx.store().pool(), &person)
                 .await
@@ -219,7 +230,7 @@ impl Router {
         let (change, result): (Option<NewEvent>, Value) = match command {
             Err(e) => (None, json!({ "reminder_refused": e.to_string() })),
             Ok(RemindCommand::Schedule { when, text }) => {
-                let (when, held_from) = reminders.hold(&person, when, tz);
+                let (when, held_from) = hold(when).await?;
                 let scheduled = ReminderScheduled {
                     reminder_id: id,
                     person: person.clone(),
@@ -260,6 +271,20 @@ impl Router {
                     json!({ "time_zone_set": zone, "local_time_now": now_there }),
                 )
             }
+            Ok(RemindCommand::Quiet { hours }) => {
+                let set = ReminderQuietHoursSet {
+                    person: person.clone(),
+                    session_id: session_id.clone(),
+                    quiet_hours: hours,
+                };
+                let e = NewEvent::caused_by(event, STEP_REMINDER, &set, service)
+                    .map_err(HandlerError::permanent)?;
+                let result = match hours {
+                    Some(q) => json!({ "quiet_hours_set": q.to_string(), "time_zone": zone }),
+                    None => json!({ "quiet_hours_off": true }),
+                };
+                (Some(e), result)
+            }
             Ok(RemindCommand::Cancel { reference }) => match find(&rows().await?, &reference) {
                 None => (None, json!({ "reminder_not_found": reference })),
                 Some(r) => {
@@ -276,7 +301,7 @@ impl Router {
             Ok(RemindCommand::Move { reference, when }) => match find(&rows().await?, &reference) {
                 None => (None, json!({ "reminder_not_found": reference })),
                 Some(r) => {
-                    let (when, held_from) = reminders.hold(&person, when, tz);
+                    let (when, held_from) = hold(when).await?;
                     let rule = match &when {
                         When::Every { rule, .. } => Some(rule.clone()),
                         When::Once(_) | When::In(_) => r.rule.clone(),

@@ -27,7 +27,7 @@ use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::metrics;
 use ghost_shared::mood_api::{self, MoodQuery};
 use ghost_shared::projections::{AssistantTextProjection, MemoryProjection};
-use ghost_shared::reminders::parse_zone;
+use ghost_shared::reminders::{own_settings, parse_zone, projection};
 use ghost_shared::service::ServiceContext;
 use ghost_shared::store::{AppendOutcome, ExpectedVersion};
 
@@ -150,15 +150,23 @@ impl Deliberator {
         }
         let config = &self.ctx.config.ghost;
         // The conversation's person is the console's user, as the deliberation's memory.
+        // Their own zone and quiet hours (set in a conversation) before the configuration's.
         let reminders = &config.reminders;
-        let Ok(zone) = parse_zone(reminders.zone_of(DEFAULT_PERSON)) else {
+        let pool = self.ctx.store().pool();
+        let zone = projection::zone_of(pool, reminders, DEFAULT_PERSON)
+            .await
+            .map_err(HandlerError::transient)?;
+        let Ok(zone) = parse_zone(&zone) else {
             return Ok(None);
         };
+        let quiet_hours = own_settings::quiet_hours_of(pool, reminders, DEFAULT_PERSON)
+            .await
+            .map_err(HandlerError::transient)?;
         let scope = GateScope {
             persona: &tick.persona,
             session_id: &config.autonomy.session_id,
             zone,
-            quiet_hours: reminders.quiet_hours_of(DEFAULT_PERSON),
+            quiet_hours,
         };
         let facts = gate::read_facts(self.ctx.store().pool(), &scope, event.recorded_at)
             .await
