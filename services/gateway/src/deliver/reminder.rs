@@ -164,7 +164,8 @@ impl ReminderDeliverer {
         if !settings.enabled || due.lateness == Lateness::Missed {
             return plain(None);
         }
-        let waited = (Utc::now() - event.recorded_at).num_seconds();
+        // `recorded_at` is on the system's clock (`ghost_now()`), which may be simulated.
+        let waited = (self.deliverer.ctx.clock().now() - event.recorded_at).num_seconds();
         if waited > settings.within_secs as i64 {
             return plain(Some(format!(
                 "waited {waited}s since it was claimed (voice.within_secs {})",
