@@ -167,6 +167,19 @@ async fn drive(env: &TestEnv, args: &ReminderLoadArgs) -> Result<()> {
     .bind(ReminderDelivered::EVENT_TYPE)
     .fetch_one(&pool)
     .await?;
+    // Where the time goes: the scheduler's appends of occurrences, or their delivery.
+    let due_span: (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = sqlx::query_as(
+        "SELECT min(recorded_at), max(recorded_at) FROM events WHERE event_type = $1",
+    )
+    .bind(ReminderDue::EVENT_TYPE)
+    .fetch_one(&pool)
+    .await?;
+    let worded: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE event_type = $1 AND payload->>'voice' = 'persona'",
+    )
+    .bind(ReminderDelivered::EVENT_TYPE)
+    .fetch_one(&pool)
+    .await?;
     stack.abort();
     let settings = &env.config.ghost.reminders;
     println!(
@@ -194,6 +207,18 @@ async fn drive(env: &TestEnv, args: &ReminderLoadArgs) -> Result<()> {
             (b - a).num_milliseconds() as f64 / 1e3
         );
     }
+    if let (Some(a), Some(b), Some(first)) = (due_span.0, due_span.1, first_last.0) {
+        println!(
+            "  occurrences appended over {:.1} s; the first delivery {:.1} s after the first \
+             occurrence",
+            (b - a).num_milliseconds() as f64 / 1e3,
+            (first - a).num_milliseconds() as f64 / 1e3
+        );
+    }
+    println!(
+        "  in the persona's words: {worded}; plainly: {}",
+        delivered - worded
+    );
     println!(
         "  store: {due} due, {delivered} delivered ({distinct} distinct, {late} with a late note), {missed} missed"
     );
