@@ -167,9 +167,9 @@ async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reache
         .collect();
     assert_eq!(asked.len(), 1, "one line asked for");
     let input = asked[0].last_user_json();
-    assert_eq!(input["reminder"]["task"], "take the pasta out");
-    assert_eq!(input["reminder"]["late"], false);
-    assert!(input["mood"].is_object(), "the persona's mood now: {input}");
+    assert_eq!(input["task"], "take the pasta out");
+    assert_eq!(input["late"], false);
+    assert!(input["mood"].is_string(), "the persona's mood now: {input}");
     eventually(WAIT, "the reminder in the conversation", || async {
         said(&app, "kitchen").await.contains(&d.text).then_some(())
     })
@@ -190,8 +190,7 @@ async fn an_http_reminder_is_said_once_in_its_conversation_when_the_clock_reache
 
 /// Whether `r` asks the persona for a due reminder's line (`prompts/reminder_message.md`).
 fn is_reminder_line(r: &ghost_testkit::fake_llm::RecordedRequest) -> bool {
-    r.system_text()
-        .is_some_and(|s| s.contains("has come due, and you say it"))
+    r.system_text().is_some_and(|s| s.contains("has come due"))
 }
 
 /// A reminder must arrive when the persona cannot word it: the model failing, or too slow
@@ -202,7 +201,7 @@ async fn a_reminder_is_said_plainly_when_the_persona_cannot_word_it() {
     vars.push(("GHOST_REMINDERS__VOICE__TIMEOUT_MS", "1500"));
     let app = TestApp::spawn(&vars).await;
     app.llm.set_responder(|r| {
-        let task = r.last_user_json()["reminder"]["task"].clone();
+        let task = r.last_user_json()["task"].clone();
         match (is_reminder_line(r), task.as_str()) {
             (true, Some("stretch")) => {
                 Script::failing(Failure::Status(500, "model crashed".into()))

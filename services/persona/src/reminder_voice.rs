@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use tracing::warn;
 
 use ghost_shared::autonomy::cares::Cares;
-use ghost_shared::autonomy::persona::{mood_context, PersonaFields};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::mood_api;
@@ -23,10 +22,23 @@ use ghost_shared::projections::MemoryProjection;
 use ghost_shared::reminders::voice::{WordingAnswer, WordingRequest, QUEUE_GROUP, SUBJECT};
 use ghost_shared::service::{ServiceContext, ServiceError};
 
-use crate::prompt::PersonaPrompt;
+/// Most characters of a line: a reminder's line is a sentence, not a message.
+const MAX_LINE_CHARS: usize = 200;
 
-/// Most characters of a line: a reminder's line is a sentence or two, not a message.
-const MAX_LINE_CHARS: usize = 280;
+/// Most of the person's likes the input names.
+const MAX_LIKES: usize = 3;
+
+/// The shape of an answer, shown as turns before the real request.
+const EXAMPLES: [(&str, &str); 2] = [
+    (
+        r#"{"task":"water the plants","mood":"joy","likes":["gardening"],"late":false}"#,
+        "Your plants are thirsty! Time to give them some water.",
+    ),
+    (
+        r#"{"task":"take out the trash","mood":"neutral","likes":[],"late":true}"#,
+        "Sorry this comes late: it's time to take out the trash.",
+    ),
+];
 
 /// Answers reminder line requests.
 pub struct ReminderVoice {
@@ -37,28 +49,22 @@ pub struct ReminderVoice {
 }
 
 impl ReminderVoice {
-    /// Loads the persona rules, the reminder prompt and the model.
+    /// Loads the reminder prompt (the persona's text in it: the reply prompt's rules are
+    /// more than a small model can follow for one sentence) and the model.
     pub fn new(ctx: ServiceContext) -> Result<Self, ServiceError> {
-        let settings = &ctx.config.ghost;
         let character = crate::render::configured_character(&ctx)?;
-        let read = |path: &std::path::Path, key: &str| {
-            let path = ctx.config.resolve(path);
-            std::fs::read_to_string(&path)
-                .map_err(|e| ServiceError::Config(format!("{key} {}: {e}", path.display())))
-        };
-        let rules = PersonaPrompt::new(read(&settings.persona.prompt_file, "persona.prompt_file")?)
-            .map_err(|e| ServiceError::Config(e.to_string()))?
-            .render(&character);
-        let prompt = character.fill_persona(&read(
-            &settings.reminders.voice.prompt_file,
-            "reminders.voice.prompt_file",
-        )?);
+        let key = "reminders.voice.prompt_file";
+        let path = ctx
+            .config
+            .resolve(&ctx.config.ghost.reminders.voice.prompt_file);
+        let prompt = std::fs::read_to_string(&path)
+            .map_err(|e| ServiceError::Config(format!("{key} {}: {e}", path.display())))?;
         let llm = match &character.llm {
             Some(cfg) => LlmClient::new(cfg.clone(), None)?,
             None => ctx.llm("persona")?,
         };
         Ok(Self {
-            system: format!("{rules}\n\n{prompt}"),
+            system: character.fill_persona(&prompt),
             character,
             llm,
             ctx,
@@ -106,12 +112,12 @@ impl ReminderVoice {
         Ok(())
     }
 
-    /// The structured input: the persona, its mood now, what it knows the person cares
-    /// about, and the reminder.
+    /// The structured input, kept small (a 135M model reads it): the task, the persona's
+    /// mood now (its label), what it knows the person likes, and whether it comes late.
     async fn input(&self, request: &WordingRequest) -> Value {
         let timeout =
             std::time::Duration::from_millis(self.ctx.config.ghost.mood.request_timeout_ms);
-        let long_mood = mood_api::now_or_none(
+        let mood = mood_api::now_or_none(
             self.ctx.bus(),
             &self.character.name,
             timeout,
@@ -121,42 +127,33 @@ impl ReminderVoice {
         let pool = self.ctx.store().pool();
         let now = self.ctx.clock().now_unix();
         let tau = self.ctx.config.ghost.memory.interest_tau_secs;
-        let cares =
+        let likes =
             match MemoryProjection::load_focus(pool, &self.character.name, &request.person).await {
-                Ok(memory) => Cares::of(&memory, now, tau),
+                Ok(memory) => Cares::of(&memory, now, tau).keys(),
                 Err(e) => {
                     warn!(error = %e, "memory unreadable; the line knows no preferences");
-                    Cares::default()
+                    Vec::new()
                 }
             };
-        let due_local = ghost_shared::reminders::parse_zone(&request.time_zone)
-            .map(|tz| {
-                request
-                    .due_at
-                    .with_timezone(&tz)
-                    .format("%Y-%m-%d %H:%M")
-                    .to_string()
-            })
-            .unwrap_or_else(|_| request.due_at.format("%Y-%m-%d %H:%M UTC").to_string());
         json!({
-            "persona": PersonaFields::of(&self.character),
-            "mood": mood_context(long_mood.as_ref(), None),
-            "cares": cares.shown(),
-            "reminder": {
-                "task": request.task,
-                "due_at_local": due_local,
-                "late": request.late,
-            },
+            "task": request.task,
+            "mood": mood.map(|m| m.label),
+            "likes": likes.into_iter().take(MAX_LIKES).collect::<Vec<_>>(),
+            "late": request.late,
         })
     }
 
     /// The line, or why there is none.
     async fn word(&self, request: &WordingRequest) -> Result<String, String> {
         let input = self.input(request).await;
-        let messages = [
-            ChatMessage::system(self.system.clone()),
-            ChatMessage::user(input.to_string()),
-        ];
+        // Two examples as turns: a small model copies a turn's shape far better than it
+        // follows a described one.
+        let mut messages = vec![ChatMessage::system(self.system.clone())];
+        for (example, line) in EXAMPLES {
+            messages.push(ChatMessage::user(example.to_owned()));
+            messages.push(ChatMessage::assistant(line.to_owned()));
+        }
+        messages.push(ChatMessage::user(input.to_string()));
         let budget = self.ctx.config.ghost.reminders.voice.max_tokens;
         let written = self
             .llm
@@ -167,10 +164,10 @@ impl ReminderVoice {
     }
 }
 
-/// The line as it is said: its first paragraph, trimmed, at most [`MAX_LINE_CHARS`]
+/// The line as it is said: its first line, trimmed, at most [`MAX_LINE_CHARS`]
 /// characters (cut at a word where it can be); none when nothing is left.
 pub fn usable_line(text: &str) -> Option<String> {
-    let first = text.split("\n\n").map(str::trim).find(|p| !p.is_empty())?;
+    let first = text.lines().map(str::trim).find(|p| !p.is_empty())?;
     let line: String = first.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= MAX_LINE_CHARS {
         return Some(line);
@@ -188,9 +185,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_line_is_its_first_paragraph_on_one_line() {
+    fn a_line_is_its_first_line() {
         assert_eq!(
-            usable_line("\n  Time to call\n your mom!  \n\nP.S. more").as_deref(),
+            usable_line("\n  Time to call  your mom!  \nP.S. more").as_deref(),
             Some("Time to call your mom!")
         );
         assert_eq!(usable_line(" \n\n  "), None);
