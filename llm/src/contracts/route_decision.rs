@@ -25,8 +25,11 @@ pub struct RouteDecisionShape {
     pub corrects_previous: bool,
 }
 
-/// Tokens a route decision may take.
-pub const MAX_TOKENS: u32 = 96;
+/// Tokens a route decision may take: enough for its strings at their longest, one token a
+/// character (a small model stuck in a loop writes them so), and the rest. Its schema bounds
+/// the answer, so a budget that covers it costs nothing on a sane answer; 96 cut a looping
+/// classifier inside its second piece of evidence, and a cut answer is no decision.
+pub const MAX_TOKENS: u32 = 192;
 
 fn shaped(name: &'static str) -> Contract {
     Contract::of::<RouteDecisionShape>(name, MAX_TOKENS).max_length(&["evidence", "[]"], 40)
@@ -63,5 +66,23 @@ mod tests {
             r#"{"route":"PLAN","confidence":0.8,"reason":"steps","evidence":["next week"],"corrects_previous":false}"#
         ));
         assert!(!c.admits(r#"{"route":"plan","confidence":0.8}"#));
+    }
+
+    /// Tokens the keys, punctuation, route, number and flag of a decision take at most.
+    const REST_TOKENS: u64 = 40;
+
+    #[test]
+    fn the_budget_holds_the_longest_answer_the_schema_allows() {
+        let c = classifier();
+        let reason = c.at(&["reason"]).unwrap()["maxLength"].as_u64().unwrap();
+        let items = c.at(&["evidence"]).unwrap()["maxItems"].as_u64().unwrap();
+        let item = c.at(&["evidence", "[]"]).unwrap()["maxLength"]
+            .as_u64()
+            .unwrap();
+        let longest = reason + items * item + REST_TOKENS;
+        assert!(
+            u64::from(MAX_TOKENS) >= longest,
+            "{MAX_TOKENS} tokens cannot hold {longest}"
+        );
     }
 }
