@@ -734,3 +734,51 @@ async fn an_agent_job_s_output_reaches_the_message_as_facts() {
     std::fs::remove_dir_all(&dir).ok();
     app.cleanup().await;
 }
+
+/// Seed 001 step 6: a said autonomy message is summarised too: the persona asks for its
+/// conversation's summary through it (once, however often the message is redelivered), and
+/// the worker's summary reads it.
+#[tokio::test]
+async fn an_autonomy_message_is_summarised_when_said() {
+    let search = FakeSearch::start().await.unwrap();
+    tea_hits(&search);
+    let app = spawn(&search, None).await;
+    let said = "玉露は低い温度で淹れるといいんだって。";
+    let message = searched_and_said(&app, said).await;
+    let memory = ghost_shared::events::memory_stream("console");
+    let summarized = eventually(WAIT, "the summary through the message", || async {
+        app.store
+            .read_stream(&memory, 0)
+            .await
+            .ok()?
+            .into_iter()
+            .filter_map(|e| e.decode::<ghost_shared::events::SessionSummarized>().ok())
+            .find(|s| s.through_event_id == Some(message.event_id))
+    })
+    .await;
+    assert_eq!(summarized.session_id, "console");
+    let asked: Vec<_> = app
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.last_user_text()
+                .is_some_and(|t| t.contains("[turns since]"))
+        })
+        .collect();
+    assert_eq!(asked.len(), 1, "one summary asked");
+    assert!(
+        asked[0].last_user_text().unwrap().contains(said),
+        "the summary reads the message"
+    );
+    let requests = app
+        .store
+        .read_stream(&memory, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == "SummarizeRequested")
+        .count();
+    assert_eq!(requests, 1);
+    app.cleanup().await;
+}

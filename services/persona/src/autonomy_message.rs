@@ -3,7 +3,8 @@
 //! prompt (`prompts/autonomy_message.md` after the persona rules of the reply prompt),
 //! stores it (`AutonomyMessageRendered` in the conversation's stream, its `assistant_text`
 //! row written at once) and then publishes it on `<prefix>.autonomy.message`: that is the
-//! moment it is said. No fallback: when the render fails nothing is said, the raw summary
+//! moment it is said. Then it asks for the conversation's summary through it
+//! (`SummarizeRequested`; seed 001 step 6: embedded, summarised, planned). No fallback: when the render fails nothing is said, the raw summary
 //! never shown; `AutonomyMessageFailed`, an activity entry and a warning say why.
 
 use serde_json::{json, Value};
@@ -19,6 +20,7 @@ use ghost_shared::autonomy::recent_vad::recent_vad_average;
 use ghost_shared::bus::{EventHandler, HandlerError};
 use ghost_shared::config::CharacterConfig;
 use ghost_shared::envelope::{session_stream, EventPayload, NewEvent, RecordedEvent};
+use ghost_shared::events::{memory_stream, SummarizeRequested, UserMessageReceived};
 use ghost_shared::llm::{Call, ChatMessage, LlmClient};
 use ghost_shared::memory::DEFAULT_PERSON;
 use ghost_shared::mood_api;
@@ -242,7 +244,47 @@ impl MessageRenderer {
             },
         )
         .await;
-        // Its vector comes from the embedding projection, like every other line's.
+        // Its vector comes from the embedding projection, like every other line's; its
+        // summary from the worker (seed 001 step 6).
+        self.ask_summary(stored, message).await
+    }
+
+    /// Asks the worker to fold the message into its conversation's short summary, as the
+    /// router does every `routing.summarize_after_turns` user messages: the console's
+    /// session may hear the persona for days with nobody writing. The request's id derives
+    /// from the message, so a redelivery asks once.
+    async fn ask_summary(
+        &self,
+        stored: &RecordedEvent,
+        message: &AutonomyMessageRendered,
+    ) -> Result<(), HandlerError> {
+        // The summary names how many user messages it covers: the router's window counts
+        // from it (`short_memory::user_messages_since_summary`).
+        let user_turns: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM events WHERE stream = $1 AND event_type = $2 AND version < $3",
+        )
+        .bind(&stored.stream)
+        .bind(UserMessageReceived::EVENT_TYPE)
+        .bind(stored.version)
+        .fetch_one(self.ctx.store().pool())
+        .await
+        .map_err(HandlerError::transient)?;
+        let request = SummarizeRequested {
+            session_id: message.session_id.clone(),
+            user_event_id: stored.event_id,
+            user_turns: u32::try_from(user_turns).unwrap_or(u32::MAX),
+        };
+        let new = NewEvent::caused_by(stored, steps::MESSAGE_SUMMARY, &request, self.ctx.service)
+            .map_err(HandlerError::permanent)?;
+        self.ctx
+            .log
+            .append(
+                &memory_stream(&message.session_id),
+                ExpectedVersion::Any,
+                &[new],
+            )
+            .await
+            .map_err(HandlerError::transient)?;
         Ok(())
     }
 }

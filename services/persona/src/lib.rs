@@ -52,6 +52,7 @@ pub const DESCRIPTOR: ServiceDescriptor = ServiceDescriptor {
     appends: ghost_shared::event_types![
         ghost_shared::autonomy::events::AutonomyMessageRendered,
         ghost_shared::autonomy::events::AutonomyMessageFailed,
+        ghost_shared::events::SummarizeRequested,
         ghost_shared::events::RecallPerformed,
         ghost_shared::events::AssistantReplied,
         ghost_shared::events::RenderFailed,

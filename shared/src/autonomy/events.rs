@@ -27,6 +27,9 @@ pub mod steps {
     pub const RESULT: &str = "autonomy.result";
     /// `ActionResultRecorded` → `AutonomyMessageRendered`.
     pub const MESSAGE: &str = "autonomy.message";
+    /// `AutonomyMessageRendered` → the `SummarizeRequested` that folds it into its
+    /// conversation's short summary.
+    pub const MESSAGE_SUMMARY: &str = "autonomy.message_summary";
     /// `ActionResultRecorded` → `AutonomyMessageFailed`.
     pub const MESSAGE_FAILED: &str = "autonomy.message_failed";
     /// `AutonomyMessageRendered` → its LINE push outcome (`AutonomyMessagePushed` or

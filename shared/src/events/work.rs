@@ -359,15 +359,17 @@ impl EventPayload for LoopDecided {
     const EVENT_TYPE: &'static str = "LoopDecided";
 }
 
-/// The router asks the worker to refresh a session's short-memory summary (stream
-/// `memory-<session>`, so it never keeps a conversation's turn open).
+/// The router (or the persona, after an autonomy message) asks the worker to refresh a
+/// session's short-memory summary (stream `memory-<session>`, so it never keeps a
+/// conversation's turn open).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummarizeRequested {
     /// The conversation.
     pub session_id: String,
-    /// The user message whose arrival made the history long enough.
+    /// The line the summary runs through: the user message whose arrival made the history
+    /// long enough, or the persona's autonomy message.
     pub user_event_id: Uuid,
-    /// User messages in the session so far (this one included).
+    /// User messages in the session so far (that one included).
     pub user_turns: u32,
 }
 
