@@ -6,13 +6,13 @@ mod support;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use ghost::stack::{start_stack, ServiceName};
+use ghost::stack::ServiceName;
 use ghost_shared::events::{
     NextSpeakerChosen, StageEnded, StageMemorySaved, StageSpoke, StageTurnFailed,
 };
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use ghost_testkit::scenarios::cast_model_overrides;
-use ghost_testkit::testing::{TestEnv, WORKER_MODEL};
+use ghost_testkit::testing::WORKER_MODEL;
 use serde_json::{json, Value};
 use support::stage::{connect, frames_until, is_active, send, speakers, stage_events, Ws};
 use support::TestApp;
@@ -58,21 +58,7 @@ async fn spawn_with(
     vars: &[(&str, &str)],
     adjust: impl FnOnce(&mut ghost_shared::config::Config),
 ) -> TestApp {
-    let mut env = TestEnv::new(&llm.base_url(), vars).await;
-    adjust(&mut env.config);
-    let store = env.store().await;
-    let stack = start_stack(env.config.clone(), &ServiceName::ALL)
-        .await
-        .expect("start services");
-    let base_url = format!("http://{}", stack.gateway_addr().expect("gateway"));
-    TestApp {
-        env,
-        llm,
-        stack,
-        base_url,
-        http: reqwest::Client::new(),
-        store,
-    }
+    TestApp::spawn_on(llm, &ServiceName::ALL, vars, adjust).await
 }
 
 #[tokio::test]

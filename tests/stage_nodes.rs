@@ -7,11 +7,11 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ghost::stack::{start_stack, ServiceName};
+use ghost::stack::ServiceName;
 use ghost_shared::events::{NextSpeakerChosen, StageTurnRequested};
 use ghost_testkit::fake_llm::{Failure, FakeLlm, Script};
 use ghost_testkit::scenarios::cast_model_overrides;
-use ghost_testkit::testing::{TestEnv, WORKER_MODEL};
+use ghost_testkit::testing::WORKER_MODEL;
 use serde_json::{json, Value};
 use support::stage::{connect, frames_until, is_active, send, speakers, stage_events};
 use support::TestApp;
@@ -29,21 +29,10 @@ async fn spawn(vars: &[(&str, &str)]) -> TestApp {
     all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     let refs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     llm.set_default_for_model(WORKER_MODEL, Script::reply("A short summary."));
-    let mut env = TestEnv::new(&llm.base_url(), &refs).await;
-    env.config.ghost.stage.cast = CAST.iter().map(|c| (*c).to_owned()).collect();
-    let store = env.store().await;
-    let stack = start_stack(env.config.clone(), &ServiceName::ALL)
-        .await
-        .expect("start services");
-    let base_url = format!("http://{}", stack.gateway_addr().expect("gateway"));
-    TestApp {
-        env,
-        llm,
-        stack,
-        base_url,
-        http: reqwest::Client::new(),
-        store,
-    }
+    TestApp::spawn_on(llm, &ServiceName::ALL, &refs, |config| {
+        config.ghost.stage.cast = CAST.iter().map(|c| (*c).to_owned()).collect();
+    })
+    .await
 }
 
 /// The run's turn requests in order: (speaker, spoken_set).

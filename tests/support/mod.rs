@@ -103,6 +103,17 @@ impl TestApp {
         let llm = FakeLlm::start().await.expect("fake llm");
         // Unscripted worker calls (reflections on replies without a trailer) get a calm affect.
         llm.set_default_for_model(WORKER_MODEL, Script::reply(NEUTRAL_AFFECT));
+        Self::spawn_on(llm, services, extra, adjust).await
+    }
+
+    /// As [`TestApp::spawn_adjusted`], on a fake model started (and scripted) by the caller:
+    /// for overrides that name its address, as a stage cast's models do.
+    pub async fn spawn_on(
+        llm: FakeLlm,
+        services: &[ServiceName],
+        extra: &[(&str, &str)],
+        adjust: impl FnOnce(&mut ghost_shared::config::Config),
+    ) -> TestApp {
         let mut env = TestEnv::new(&llm.base_url(), extra).await;
         adjust(&mut env.config);
         let store = env.store().await;
